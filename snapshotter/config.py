@@ -1,0 +1,40 @@
+"""Settings shared by every entry point: the data directory and size limits."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from snapshotter.errors import BadInput
+
+DEFAULT_MAX_NEW_FILE_SIZE = 2 * 1024 * 1024
+_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 1000**2, "mb": 1000**2,
+          "mib": 1024**2, "g": 1000**3, "gb": 1000**3, "gib": 1024**3}
+
+
+def data_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """``--data-dir``, else ``$SNAPSHOTTER_DATA_DIR``, else the platform's user data dir."""
+    if explicit:
+        return Path(explicit).expanduser().resolve()
+    env = os.environ.get("SNAPSHOTTER_DATA_DIR")
+    if env:
+        return Path(env).expanduser().resolve()
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("snapshotter", appauthor=False)).resolve()
+
+
+def parse_size(text: str | int) -> int:
+    """``2097152``, ``512KiB``, ``4MiB``, ``1.5MB`` → bytes."""
+    if isinstance(text, int):
+        value = text
+    else:
+        match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", text)
+        unit = match.group(2).lower() if match else None
+        if match is None or unit not in _UNITS:
+            raise BadInput(f"not a size: {text!r} (use bytes, KiB, MiB or GiB)")
+        value = int(float(match.group(1)) * _UNITS[unit])
+    if value < 0:
+        raise BadInput(f"size must not be negative: {text!r}")
+    return value

@@ -1,0 +1,86 @@
+"""The engine: one worktree's shadow store, opened on a directory.
+
+This is the API other runtimes build on (SPEC §8): capture, changes, diff,
+restore and gc. It knows nothing of hooks, sessions or the CLI.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection, Iterable
+from pathlib import Path
+
+from snapshotter import changes as changes_mod
+from snapshotter import restore as restore_mod
+from snapshotter.config import DEFAULT_MAX_NEW_FILE_SIZE, data_dir
+from snapshotter.models import FileChange
+from snapshotter.store import Capture, Store, stores_dir
+from snapshotter.worktree import Worktree, find_worktree
+
+
+class Engine:
+    """Snapshots of the worktree containing ``directory``, limited to its subtree."""
+
+    def __init__(self, worktree: Worktree, store: Store, max_new_file_size: int) -> None:
+        self.worktree = worktree
+        self.store = store
+        self.max_new_file_size = max_new_file_size
+        self._excluded = frozenset({str(store.root.parent)})
+
+    @classmethod
+    def open(
+        cls,
+        directory: str | os.PathLike[str] = ".",
+        *,
+        data_dir_path: str | os.PathLike[str] | None = None,
+        max_new_file_size: int = DEFAULT_MAX_NEW_FILE_SIZE,
+        create: bool = True,
+    ) -> Engine | None:
+        """Open (creating on first use) the store; raises NotAWorktree outside git.
+
+        With ``create=False`` returns None when no store exists yet.
+        """
+        worktree = find_worktree(directory)
+        store = Store.open(data_dir(data_dir_path), worktree, create=create)
+        if store is None:
+            return None
+        return cls(worktree, store, max_new_file_size)
+
+    @property
+    def root(self) -> Path:
+        return self.worktree.root
+
+    def in_scope(self, rel: str) -> bool:
+        return self.worktree.in_scope(rel)
+
+    def capture(self) -> Capture:
+        return self.store.capture(self.max_new_file_size, self._excluded)
+
+    def changes(self, before: str, after: str | None = None) -> list[FileChange]:
+        """Changed files in scope from ``before`` to ``after`` (default: now)."""
+        target = after if after is not None else self.capture().tree
+        return changes_mod.changes(self.store, before, target, self.in_scope)
+
+    def diff(self, before: str, after: str, paths: Collection[str] | None = None) -> str:
+        return changes_mod.diff_text(self.store, before, after, paths)
+
+    def diff_stat(self, before: str, after: str, paths: Collection[str] | None = None) -> str:
+        return changes_mod.diff_stat(self.store, before, after, paths)
+
+    def restore(self, tree: str, paths: Iterable[str]) -> restore_mod.RestoreResult:
+        """Make ``paths`` match ``tree`` in the worktree; other files are not touched."""
+        with self.store.locked():
+            return restore_mod.restore(self.store, tree, paths)
+
+    def plan_restore(self, tree: str, paths: Iterable[str]) -> restore_mod.RestoreResult:
+        return restore_mod.plan(self.store, tree, paths)
+
+    def entry(self, tree: str, rel: str) -> tuple[int, bytes] | None:
+        return self.store.entry(tree, rel)
+
+
+def all_store_roots(data_dir_path: str | os.PathLike[str] | None = None) -> list[Path]:
+    base = stores_dir(data_dir(data_dir_path))
+    if not base.is_dir():
+        return []
+    return sorted(p for p in base.iterdir() if (p / "git" / "HEAD").exists())

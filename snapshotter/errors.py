@@ -1,0 +1,70 @@
+"""The exception hierarchy; every user-facing failure is one of these.
+
+Each class carries the exit code SPEC §7 gives it, so the CLI maps errors to
+exit codes in exactly one place (``cli.main``) without a lookup table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+class SnapshotterError(Exception):
+    """Root of every error the engine raises on purpose."""
+
+    exit_code = 1
+
+
+class NotAWorktree(SnapshotterError):
+    def __init__(self, path: str) -> None:
+        super().__init__(f"not inside a git worktree: {path}")
+        self.path = path
+
+
+class StoreError(SnapshotterError):
+    """The shadow store could not be read or written."""
+
+
+class CaptureFailed(SnapshotterError):
+    """A capture could not finish; no tree was produced, nothing was recorded."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"capture failed: {reason}")
+
+
+class UnsafePath(SnapshotterError):
+    """A restore would have written outside the worktree."""
+
+    def __init__(self, path: str, why: str) -> None:
+        super().__init__(f"refusing to restore {path!r}: {why}")
+        self.path = path
+
+
+class NotFound(SnapshotterError):
+    def __init__(self, what: str) -> None:
+        super().__init__(what)
+
+
+class BadInput(SnapshotterError):
+    """A value given by the user (size, id, config) does not parse."""
+
+    exit_code = 2
+
+
+class NothingToDo(SnapshotterError):
+    exit_code = 3
+
+
+class Conflict(SnapshotterError):
+    """Files changed after the checkpoint; restoring would clobber them."""
+
+    exit_code = 4
+
+    def __init__(self, paths: Iterable[str]) -> None:
+        self.paths = sorted(paths)
+        shown = ", ".join(self.paths[:5])
+        more = f" and {len(self.paths) - 5} more" if len(self.paths) > 5 else ""
+        super().__init__(
+            f"changed since the checkpoint: {shown}{more} (use --force to overwrite; "
+            "redo brings them back)"
+        )

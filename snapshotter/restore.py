@@ -1,0 +1,192 @@
+"""Putting paths back the way a tree has them, without ever leaving the worktree.
+
+Only files whose bytes, mode or link target differ are written (so untouched
+files keep their mtimes); each write goes to a temp file in the same directory
+and is renamed over the target, so a kill leaves the old or the new file.
+Parents are checked with ``lstat`` one component at a time: a symlinked
+directory is never written through and a destination symlink is replaced,
+never followed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import stat
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from snapshotter.errors import UnsafePath
+from snapshotter.fileio import TEMP_PREFIX
+from snapshotter.scan import MODE_EXEC, MODE_LINK, git_mode
+from snapshotter.store import Store
+
+
+@dataclass
+class RestoreResult:
+    restored: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+
+
+def check_path(rel: str) -> None:
+    """Reject a stored path that could point outside the worktree."""
+    parts = rel.split("/")
+    if (
+        not rel
+        or rel.startswith("/")
+        or "\\" in rel
+        or "\0" in rel
+        or any(p in ("", ".", "..", ".git") for p in parts)
+    ):
+        raise UnsafePath(rel, "not a plain path inside the worktree")
+
+
+def plan(store: Store, tree: str, paths: Iterable[str]) -> RestoreResult:
+    """What ``restore`` would do, without doing it (``--dry-run``)."""
+    result = RestoreResult()
+    root = store.worktree.root
+    for rel in sorted(set(paths)):
+        check_path(rel)
+        target = store.entry(tree, rel)
+        current = _lstat(root / rel) if _parents_are_dirs(root, rel) else None
+        if target is None:
+            if current is not None and not stat.S_ISDIR(current.st_mode):
+                result.removed.append(rel)
+        elif not _matches(store, root / rel, current, target):
+            result.restored.append(rel)
+    return result
+
+
+def restore(store: Store, tree: str, paths: Iterable[str]) -> RestoreResult:
+    """Make each of ``paths`` match ``tree``: write, re-mode or remove it."""
+    root = store.worktree.root
+    wanted = sorted(set(paths))
+    for rel in wanted:
+        check_path(rel)
+    targets = {rel: store.entry(tree, rel) for rel in wanted}
+    result = RestoreResult()
+    # Removals first, deepest first, so a directory emptied here can become a
+    # file or symlink below (and a symlink can become a directory).
+    for rel in sorted((r for r, t in targets.items() if t is None), key=_depth, reverse=True):
+        if _remove(root, rel):
+            result.removed.append(rel)
+    for rel in sorted((r for r, t in targets.items() if t is not None), key=_depth):
+        target = targets[rel]
+        assert target is not None
+        if _write(store, root, rel, target):
+            result.restored.append(rel)
+    return result
+
+
+def _depth(rel: str) -> tuple[int, str]:
+    return (rel.count("/"), rel)
+
+
+def _lstat(path: Path) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except FileNotFoundError:
+        return None
+
+
+def _parents_are_dirs(root: Path, rel: str) -> bool:
+    current = root
+    for part in rel.split("/")[:-1]:
+        current = current / part
+        st = _lstat(current)
+        if st is None or not stat.S_ISDIR(st.st_mode):
+            return False
+    return True
+
+
+def _remove(root: Path, rel: str) -> bool:
+    if not _parents_are_dirs(root, rel):
+        return False  # nothing of ours there (or only reachable through a symlink)
+    path = root / rel
+    st = _lstat(path)
+    if st is None or stat.S_ISDIR(st.st_mode):
+        return False
+    os.unlink(path)
+    _prune_empty_dirs(root, path.parent)
+    return True
+
+
+def _prune_empty_dirs(root: Path, directory: Path) -> None:
+    while directory != root and root in directory.parents:
+        try:
+            directory.rmdir()
+        except OSError:
+            return
+        directory = directory.parent
+
+
+def _ensure_parents(root: Path, rel: str) -> None:
+    current = root
+    for part in rel.split("/")[:-1]:
+        current = current / part
+        st = _lstat(current)
+        if st is None:
+            current.mkdir()
+        elif not stat.S_ISDIR(st.st_mode):
+            kind = "a symlink" if stat.S_ISLNK(st.st_mode) else "a file"
+            raise UnsafePath(rel, f"{current.relative_to(root)} is {kind}, not a directory")
+
+
+def _matches(store: Store, path: Path, st: os.stat_result | None, target: tuple[int, bytes]) -> bool:
+    import pygit2
+
+    mode, oid = target
+    if st is None or git_mode(st.st_mode) != mode:
+        return False
+    if mode == MODE_LINK:
+        return os.fsencode(os.readlink(path)) == store.blob(oid)
+    return pygit2.hashfile(str(path)).raw == oid
+
+
+def _write(store: Store, root: Path, rel: str, target: tuple[int, bytes]) -> bool:
+    _ensure_parents(root, rel)
+    path = root / rel
+    st = _lstat(path)
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        try:
+            path.rmdir()  # a directory that became a file: only if nothing is left in it
+        except OSError as exc:
+            raise UnsafePath(rel, "a non-empty directory is in the way") from exc
+        st = None
+    mode, oid = target
+    if _matches(store, path, st, target):
+        return False
+    if st is not None and mode != MODE_LINK and git_mode(st.st_mode) in (MODE_EXEC, 0o100644):
+        # Same kind of file: if only the exec bit differs, flip it in place.
+        import pygit2
+
+        if pygit2.hashfile(str(path)).raw == oid:
+            os.chmod(path, _file_mode(mode))
+            return True
+    tmp = path.parent / f"{TEMP_PREFIX}{secrets.token_hex(6)}"
+    try:
+        if mode == MODE_LINK:
+            os.symlink(os.fsdecode(store.blob(oid)), tmp)
+        else:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(store.blob(oid))
+            os.chmod(tmp, _file_mode(mode))
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return True
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _file_mode(mode: int) -> int:
+    return (0o777 if mode == MODE_EXEC else 0o666) & ~_umask()

@@ -1,0 +1,192 @@
+"""Walking the worktree: which paths a snapshot holds, with their stat data.
+
+The walk mirrors git: tracked paths always count, untracked ones unless an
+ignore rule drops them, ignored directories are not entered (unless they hold
+tracked files), nested repositories start their own rules, and every ``.git``
+is left out. No file content is read here; ``store.py`` hashes what changed.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Container
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from snapshotter.ignore import IgnoreRules, read_lines
+from snapshotter.worktree import RepoContext, Worktree, global_rules, nested_context, top_context
+
+MODE_FILE = 0o100644
+MODE_EXEC = 0o100755
+MODE_LINK = 0o120000
+MODE_GITLINK = 0o160000
+
+# mode, size, mtime_ns, ctime_ns, inode: what decides "unchanged" without reading.
+Stat = tuple[int, int, int, int, int]
+
+
+@dataclass(frozen=True)
+class Skip:
+    path: str
+    reason: str
+    size: int = 0
+    mtime_ns: int = 0
+
+
+@dataclass
+class ScanResult:
+    entries: dict[str, Stat] = field(default_factory=dict)
+    skipped: dict[str, Skip] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Dir:
+    rel: str
+    ctx: RepoContext
+    rules: IgnoreRules
+    ignored: bool  # inside an ignored directory: only tracked paths count
+
+
+def git_mode(st_mode: int) -> int | None:
+    if stat.S_ISLNK(st_mode):
+        return MODE_LINK
+    if stat.S_ISREG(st_mode):
+        return MODE_EXEC if st_mode & stat.S_IXUSR else MODE_FILE
+    return None
+
+
+def scan(
+    tree: Worktree,
+    *,
+    previous: Container[str],
+    max_new_file_size: int,
+    excluded: frozenset[str] = frozenset(),
+) -> ScanResult:
+    """Every path of ``tree.scope`` a snapshot holds.
+
+    ``previous`` is what the last capture held (such files are kept whatever
+    their size); ``excluded`` holds absolute paths never to enter (the store).
+    """
+    walker = _Walker(tree, previous, max_new_file_size, excluded)
+    start = walker.start_dir()
+    if start is not None:
+        walker.run(start)
+    return walker.result
+
+
+class _Walker:
+    def __init__(
+        self, tree: Worktree, previous: Container[str], limit: int, excluded: frozenset[str]
+    ) -> None:
+        self.tree = tree
+        self.root = str(tree.root)
+        self.previous = previous
+        self.limit = limit
+        self.excluded = excluded
+        self.global_rules = global_rules(tree)
+        self.result = ScanResult()
+
+    def start_dir(self) -> _Dir | None:
+        """The scope's directory, with the rules of every directory above it."""
+        ctx = top_context(self.tree, self.global_rules)
+        current = _Dir("", ctx, ctx.rules, False)
+        if not self.tree.scope:
+            return current
+        for part in self.tree.scope.split("/"):
+            parent_abs = os.path.join(self.root, current.rel)
+            gitignore = read_lines(os.path.join(parent_abs, ".gitignore"))
+            rules = current.rules.with_gitignore(current.ctx.rel(current.rel), gitignore)
+            current = _Dir(current.rel, current.ctx, rules, current.ignored)
+            child = self._enter(current, part, os.path.join(parent_abs, part))
+            if child is None:
+                return None
+            current = child
+        return current
+
+    def run(self, start: _Dir) -> None:
+        stack = [start]
+        while stack:
+            stack.extend(self._visit(stack.pop()))
+
+    def _visit(self, d: _Dir) -> list[_Dir]:
+        dir_abs = os.path.join(self.root, d.rel) if d.rel else self.root
+        try:
+            with os.scandir(dir_abs) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            self._skip(d.rel, f"unreadable directory: {exc.strerror}")
+            return []
+        rules = d.rules
+        if not d.ignored and any(e.name == ".gitignore" for e in entries):
+            gitignore = read_lines(os.path.join(dir_abs, ".gitignore"))
+            rules = rules.with_gitignore(d.ctx.rel(d.rel), gitignore)
+        here = _Dir(d.rel, d.ctx, rules, d.ignored)
+        subdirs: list[_Dir] = []
+        for entry in entries:
+            if entry.name == ".git" or entry.path in self.excluded:
+                continue
+            child = self._entry(here, entry)
+            if child is not None:
+                subdirs.append(child)
+        return subdirs
+
+    def _entry(self, d: _Dir, entry: os.DirEntry[str]) -> _Dir | None:
+        rel = f"{d.rel}/{entry.name}" if d.rel else entry.name
+        try:
+            rel.encode("utf-8")
+        except UnicodeEncodeError:
+            self._skip(rel, "file name is not valid UTF-8")
+            return None
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            self._skip(rel, f"unreadable: {exc.strerror}")
+            return None
+        if stat.S_ISDIR(st.st_mode):
+            return self._enter(d, entry.name, entry.path)
+        self._file(d, rel, st)
+        return None
+
+    def _enter(self, d: _Dir, name: str, path_abs: str) -> _Dir | None:
+        """The child directory to walk, or None when git would not look inside."""
+        rel = f"{d.rel}/{name}" if d.rel else name
+        if name == ".git" or path_abs in self.excluded or not os.path.isdir(path_abs):
+            return None
+        if os.path.islink(path_abs):
+            return None
+        ctx_rel = d.ctx.rel(rel)
+        tracked = d.ctx.tracked
+        is_gitlink = tracked.modes.get(ctx_rel) == MODE_GITLINK
+        ignored = d.ignored or d.rules.is_ignored(ctx_rel, True)
+        if ignored and not is_gitlink and not tracked.has_under(ctx_rel):
+            return None
+        if os.path.lexists(os.path.join(path_abs, ".git")):
+            nested = nested_context(Path(path_abs), rel, self.global_rules)
+            return _Dir(rel, nested, nested.rules, False)
+        return _Dir(rel, d.ctx, d.rules, ignored and not is_gitlink)
+
+    def _file(self, d: _Dir, rel: str, st: os.stat_result) -> None:
+        ctx_rel = d.ctx.rel(rel)
+        tracked = ctx_rel in d.ctx.tracked.modes
+        if not tracked and (d.ignored or d.rules.is_ignored(ctx_rel, False)):
+            return
+        mode = git_mode(st.st_mode)
+        if mode is None:
+            self._skip(rel, "not a regular file or symlink")
+            return
+        if mode != MODE_LINK and not tracked and rel not in self.previous and (
+            st.st_size > self.limit
+        ):
+            self.result.skipped[rel] = Skip(
+                rel, f"new file larger than {self.limit} bytes", st.st_size, st.st_mtime_ns
+            )
+            return
+        self.result.entries[rel] = (mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+    def _skip(self, rel: str, reason: str) -> None:
+        self.result.skipped[rel] = Skip(rel, reason)
