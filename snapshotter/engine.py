@@ -6,6 +6,7 @@ restore and gc. It knows nothing of hooks, sessions or the CLI.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Collection, Iterable
 from pathlib import Path
@@ -13,6 +14,7 @@ from pathlib import Path
 from snapshotter import changes as changes_mod
 from snapshotter import restore as restore_mod
 from snapshotter.config import DEFAULT_MAX_NEW_FILE_SIZE, data_dir
+from snapshotter.errors import SnapshotterError
 from snapshotter.models import FileChange
 from snapshotter.store import Capture, Store, stores_dir
 from snapshotter.worktree import Worktree, find_worktree
@@ -45,6 +47,14 @@ class Engine:
         if store is None:
             return None
         return cls(worktree, store, max_new_file_size)
+
+    def with_scope(self, scope: str) -> Engine:
+        """This engine over another part of the same worktree (same store)."""
+        if scope == self.worktree.scope:
+            return self
+        worktree = dataclasses.replace(self.worktree, scope=scope)
+        store = Store(self.store.root, worktree, lock=self.store.locked())
+        return Engine(worktree, store, self.max_new_file_size)
 
     @property
     def root(self) -> Path:
@@ -84,3 +94,15 @@ def all_store_roots(data_dir_path: str | os.PathLike[str] | None = None) -> list
     if not base.is_dir():
         return []
     return sorted(p for p in base.iterdir() if (p / "git" / "HEAD").exists())
+
+
+def open_stores(data_dir_path: str | os.PathLike[str] | None = None) -> list[Store]:
+    """Every store in the data directory whose worktree still exists."""
+    stores = []
+    for root in all_store_roots(data_dir_path):
+        try:
+            path = (root / "worktree").read_text().strip()
+            stores.append(Store(root, find_worktree(path)))
+        except (OSError, SnapshotterError):
+            continue
+    return stores

@@ -52,11 +52,13 @@ class Capture:
 class Store:
     """One worktree's store directory: ``git/`` objects, index, manifest, state, lock."""
 
-    def __init__(self, root: Path, worktree: Worktree) -> None:
+    def __init__(
+        self, root: Path, worktree: Worktree, lock: filelock.FileLock | None = None
+    ) -> None:
         self.root = root
         self.worktree = worktree
         self._repo: pygit2.Repository | None = None
-        self._lock: filelock.FileLock | None = None
+        self._lock = lock  # shared between views of one store, so it stays re-entrant
 
     @classmethod
     def open(cls, data_dir: Path, worktree: Worktree, *, create: bool = True) -> Store | None:
@@ -84,6 +86,10 @@ class Store:
             except pygit2.GitError as exc:
                 raise StoreError(f"cannot open the store {self.root}: {exc}") from exc
         return self._repo
+
+    def reopen(self) -> None:
+        """Forget the open repository (after gc replaced its packs)."""
+        self._repo = None
 
     def locked(self) -> filelock.FileLock:
         """The store's lock. flock-based, so a killed holder never leaves it stuck."""

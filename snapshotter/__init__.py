@@ -1,0 +1,80 @@
+"""snapshotter: snapshot-and-undo for git worktrees that AI agents edit.
+
+Names are loaded on first use, so ``snapshotter hook`` (run once per agent
+event) does not pay for imports it does not need.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "Engine": "snapshotter.engine",
+    "Capture": "snapshotter.store",
+    "Checkpoint": "snapshotter.models",
+    "FileChange": "snapshotter.models",
+    "SkippedFile": "snapshotter.models",
+    "RestoreReport": "snapshotter.models",
+    "HookInput": "snapshotter.hooks.events",
+    "HookOutput": "snapshotter.hooks.events",
+    "SNAPSHOT_EVENTS": "snapshotter.hooks.events",
+    "SESSION_START": "snapshotter.hooks.events",
+    "TURN_START": "snapshotter.hooks.events",
+    "TURN_END": "snapshotter.hooks.events",
+    "PRE_TOOL_USE": "snapshotter.hooks.events",
+    "POST_TOOL_USE": "snapshotter.hooks.events",
+    "SESSION_END": "snapshotter.hooks.events",
+    "Registry": "snapshotter.hooks.registry",
+    "Executor": "snapshotter.hooks.registry",
+    "HooksConfig": "snapshotter.hooks.registry",
+    "Result": "snapshotter.hooks.registry",
+    "register_snapshot": "snapshotter.hooks.builtin",
+    "SnapshotController": "snapshotter.hooks.builtin",
+    "SnapshotBuiltin": "snapshotter.hooks.builtin",
+    "SnapshotterError": "snapshotter.errors",
+    "NotAWorktree": "snapshotter.errors",
+    "Conflict": "snapshotter.errors",
+    "NothingToDo": "snapshotter.errors",
+    "CaptureFailed": "snapshotter.errors",
+    "UnsafePath": "snapshotter.errors",
+}
+
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:
+    from snapshotter.engine import Engine
+    from snapshotter.errors import (
+        CaptureFailed,
+        Conflict,
+        NotAWorktree,
+        NothingToDo,
+        SnapshotterError,
+        UnsafePath,
+    )
+    from snapshotter.hooks.builtin import SnapshotBuiltin, SnapshotController, register_snapshot
+    from snapshotter.hooks.events import (
+        POST_TOOL_USE,
+        PRE_TOOL_USE,
+        SESSION_END,
+        SESSION_START,
+        SNAPSHOT_EVENTS,
+        TURN_END,
+        TURN_START,
+        HookInput,
+        HookOutput,
+    )
+    from snapshotter.hooks.registry import Executor, HooksConfig, Registry, Result
+    from snapshotter.models import Checkpoint, FileChange, RestoreReport, SkippedFile
+    from snapshotter.store import Capture
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'snapshotter' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

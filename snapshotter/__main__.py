@@ -1,0 +1,3 @@
+from snapshotter.cli import main
+
+main()

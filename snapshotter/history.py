@@ -1,0 +1,172 @@
+"""Undo, redo and reset (SPEC §5): restores that are themselves undoable.
+
+Every operation first captures the worktree (the safety capture). Undo and
+reset refuse when a file they would touch changed after its checkpoint, and
+push the safety capture on the session's redo stack, so redo puts back the
+exact state before the undo, later user edits included.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from snapshotter.engine import Engine
+from snapshotter.errors import Conflict, NotFound, NothingToDo
+from snapshotter.models import Checkpoint, RestoreReport
+from snapshotter.restore import RestoreResult
+from snapshotter.state import Mark, RedoEntry, State, editing, load
+from snapshotter.store import Store
+
+
+def default_session(store: Store) -> str | None:
+    """The session with the newest checkpoint in this worktree."""
+    state = load(store)
+    return state.checkpoints[-1].session_id if state.checkpoints else None
+
+
+def undo_last(engine: Engine, session_id: str, *, force: bool = False,
+              dry_run: bool = False) -> RestoreReport:
+    """Revert the session's newest not-undone top-level checkpoint."""
+    with editing(engine.store) as state:
+        target = _newest_top_level(state, session_id)
+        if target is None:
+            raise NothingToDo(f"nothing to undo in session {session_id}")
+        return _revert(engine, state, session_id, [target], "undo", force, dry_run)
+
+
+def reset(engine: Engine, session_id: str, keep: int | None, *, force: bool = False,
+          dry_run: bool = False) -> RestoreReport:
+    """Revert every checkpoint after ``keep`` (all of them when ``keep`` is None)."""
+    with editing(engine.store) as state:
+        if keep is not None:
+            anchor = state.by_id(keep)
+            if anchor is None or anchor.session_id != session_id:
+                raise NotFound(f"no checkpoint {keep} in session {session_id}")
+        targets = _after(state, session_id, keep or 0)
+        if not targets:
+            raise NothingToDo(f"nothing after checkpoint {keep or 0} to reset")
+        return _revert(engine, state, session_id, targets, "reset", force, dry_run)
+
+
+def redo(engine: Engine, session_id: str, *, force: bool = False,
+         dry_run: bool = False) -> RestoreReport:
+    """Put back what the session's last undo or reset took away."""
+    with editing(engine.store) as state:
+        sess = state.session(session_id)
+        if not sess.redo:
+            raise NothingToDo(f"nothing to redo in session {session_id}")
+        entry = sess.redo[-1]
+        current = _unscoped(engine).capture()
+        changed = _differing(engine, current.tree, entry.after, entry.paths)
+        if changed and not force:
+            raise Conflict(changed)
+        result = _apply(engine, {entry.tree: entry.paths}, dry_run)
+        if not dry_run:
+            sess.redo.pop()
+            for cp_id in entry.checkpoints:
+                cp = state.by_id(cp_id)
+                if cp is not None:
+                    _set_undone(state, cp, False)
+        return _report(entry.checkpoints, result, dry_run)
+
+
+# -- internals ---------------------------------------------------------------
+
+
+def _newest_top_level(state: State, session_id: str) -> Checkpoint | None:
+    for cp in reversed(state.checkpoints):
+        if cp.session_id == session_id and cp.parent is None and not cp.undone:
+            return cp
+    return None
+
+
+def _after(state: State, session_id: str, keep: int) -> list[Checkpoint]:
+    """Live checkpoints after ``keep``; a turn holding ``keep`` is split into its tools."""
+    anchor = state.by_id(keep)
+    holder = anchor.parent if anchor is not None else None
+    picked = []
+    for cp in state.checkpoints:
+        if cp.session_id != session_id or cp.undone or cp.id <= keep:
+            continue
+        if cp.id == holder:
+            picked.extend(c for c in state.children(cp.id) if c.id > keep and not c.undone)
+        elif cp.parent is None:
+            picked.append(cp)
+    return sorted(picked, key=lambda c: c.id)
+
+
+def _revert(engine: Engine, state: State, session_id: str, targets: list[Checkpoint],
+            op: str, force: bool, dry_run: bool) -> RestoreReport:
+    # The newest checkpoint touching a path says what it must look like now;
+    # the oldest one says what to put back.
+    expected: dict[str, str] = {}
+    restore_from: dict[str, str] = {}
+    for cp in sorted(targets, key=lambda c: c.id):
+        for f in cp.files:
+            expected[f.path] = cp.after
+            restore_from.setdefault(f.path, cp.before)
+    unscoped = _unscoped(engine)
+    safety = unscoped.capture()
+    changed = [
+        p for tree, paths in _group(expected).items()
+        for p in _differing(engine, safety.tree, tree, paths)
+    ]
+    if changed and not force:
+        raise Conflict(changed)
+    groups = _group(restore_from)
+    result = _apply(engine, groups, dry_run)
+    ids = [cp.id for cp in targets]
+    if not dry_run:
+        after = unscoped.capture()
+        for cp in targets:
+            _set_undone(state, cp, True)
+        sess = state.session(session_id)
+        sess.redo.append(RedoEntry(op="undo" if op == "undo" else "reset", checkpoints=ids,
+                                   paths=sorted(restore_from), tree=safety.tree,
+                                   after=after.tree))
+        sess.last = Mark.of(after, state.next_id)
+    return _report(ids, result, dry_run)
+
+
+def _set_undone(state: State, cp: Checkpoint, undone: bool) -> None:
+    cp.undone = undone
+    for child in state.children(cp.id):
+        child.undone = undone
+
+
+def _group(path_to_tree: dict[str, str]) -> dict[str, list[str]]:
+    groups: dict[str, list[str]] = defaultdict(list)
+    for path, tree in path_to_tree.items():
+        groups[tree].append(path)
+    return dict(groups)
+
+
+def _differing(engine: Engine, tree_a: str, tree_b: str, paths: list[str]) -> list[str]:
+    return [p for p in paths if engine.entry(tree_a, p) != engine.entry(tree_b, p)]
+
+
+def _apply(engine: Engine, groups: dict[str, list[str]], dry_run: bool) -> RestoreResult:
+    total = RestoreResult()
+    for tree, paths in groups.items():
+        done = engine.plan_restore(tree, paths) if dry_run else engine.restore(tree, paths)
+        total.restored.extend(done.restored)
+        total.removed.extend(done.removed)
+    total.restored.sort()
+    total.removed.sort()
+    return total
+
+
+def _unscoped(engine: Engine) -> Engine:
+    """The same store over the whole worktree: a safety capture must see every path."""
+    return engine.with_scope("")
+
+
+def _report(ids: list[int], result: RestoreResult, dry_run: bool) -> RestoreReport:
+    return RestoreReport(checkpoint=ids, restored=result.restored, removed=result.removed,
+                         dry_run=dry_run)
+
+
+def list_checkpoints(store: Store, session_id: str | None) -> list[Checkpoint]:
+    """Checkpoints ordered by id; one session's, or every session's when None."""
+    state = load(store)
+    return [cp for cp in state.checkpoints if session_id is None or cp.session_id == session_id]

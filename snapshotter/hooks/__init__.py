@@ -1,0 +1,1 @@
+"""The hook layer: agent lifecycle events in, engine calls out."""

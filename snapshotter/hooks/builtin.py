@@ -1,0 +1,183 @@
+"""The ``snapshot`` builtin and the controller a runtime holds on to (SPEC §4, §8)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from snapshotter import history
+from snapshotter.checkpoints import Recorder
+from snapshotter.config import DEFAULT_MAX_NEW_FILE_SIZE, data_dir, parse_size
+from snapshotter.engine import Engine
+from snapshotter.errors import BadInput, NotAWorktree, NothingToDo, SnapshotterError
+from snapshotter.hooks import events as ev
+from snapshotter.hooks.events import HookInput, HookOutput
+from snapshotter.hooks.registry import HookDefinition, HooksConfig, Registry
+from snapshotter.logfile import append as log_failure
+from snapshotter.models import Checkpoint, RestoreReport
+
+BUILTIN_NAME = "snapshot"
+AUTO_EVENTS = (ev.SESSION_START, ev.TURN_START, ev.TURN_END, ev.SESSION_END)
+SESSION_END_GC_BUDGET_S = 2.0
+
+
+def parse_args(args: list[str]) -> dict[str, str]:
+    """Builtin args are ``key=value`` strings, e.g. ``max_new_file_size=4MiB``."""
+    options = {}
+    for arg in args:
+        key, sep, value = arg.partition("=")
+        if not sep:
+            raise BadInput(f"snapshot builtin arg {arg!r} is not key=value")
+        options[key.strip()] = value.strip()
+    return options
+
+
+class SnapshotBuiltin:
+    """Callable registered as ``snapshot``: one lifecycle event in, nothing out."""
+
+    def __init__(
+        self,
+        *,
+        enabled: bool = True,
+        data_dir_path: str | os.PathLike[str] | None = None,
+        max_new_file_size: int = DEFAULT_MAX_NEW_FILE_SIZE,
+    ) -> None:
+        self.enabled = enabled
+        self.data_dir = data_dir(data_dir_path)
+        self.max_new_file_size = max_new_file_size
+        self.last_session: dict[Path, str] = {}  # worktree root → newest session seen
+
+    def __call__(self, hook_input: HookInput, args: list[str]) -> HookOutput | None:
+        if not self.enabled or hook_input.event not in ev.SNAPSHOT_EVENTS:
+            return None
+        try:
+            self.handle(hook_input, args)
+        except SnapshotterError as exc:  # never block or break the agent
+            log_failure(self.data_dir, f"{hook_input.event}: {exc}")
+        return None
+
+    def handle(self, hook_input: HookInput, args: list[str]) -> Checkpoint | None:
+        """Process one event; raises on failure (``__call__`` logs instead)."""
+        if not hook_input.session_id or not hook_input.cwd:
+            raise BadInput("hook input needs session_id and cwd")
+        options = parse_args(args)
+        limit = parse_size(options.get("max_new_file_size", self.max_new_file_size))
+        try:
+            engine = Engine.open(
+                hook_input.cwd, data_dir_path=self.data_dir, max_new_file_size=limit
+            )
+        except NotAWorktree:
+            return None  # outside a git worktree every event is a no-op
+        assert engine is not None
+        self.last_session[engine.root] = hook_input.session_id
+        recorder = Recorder(engine, hook_input.session_id)
+        return _dispatch(recorder, hook_input)
+
+
+def _dispatch(recorder: Recorder, hook_input: HookInput) -> Checkpoint | None:
+    event = hook_input.event
+    if event == ev.SESSION_START:
+        recorder.session_start()
+    elif event == ev.TURN_START:
+        recorder.turn_start()
+    elif event == ev.TURN_END:
+        return recorder.turn_end(hook_input.reason)
+    elif event == ev.PRE_TOOL_USE:
+        recorder.tool_start(hook_input.tool_use_id, hook_input.tool_name)
+    elif event == ev.POST_TOOL_USE:
+        return recorder.tool_end(hook_input.tool_use_id, hook_input.tool_name)
+    elif event == ev.SESSION_END:
+        checkpoint = recorder.session_end()
+        from snapshotter.gc import collect
+
+        collect(recorder.engine, budget_s=SESSION_END_GC_BUDGET_S)
+        return checkpoint
+    return None
+
+
+class SnapshotController:
+    """Undo, redo, reset and list for a runtime that registered the builtin."""
+
+    def __init__(self, builtin: SnapshotBuiltin) -> None:
+        self.builtin = builtin
+
+    def _engine(self, cwd: str | os.PathLike[str]) -> Engine:
+        engine = Engine.open(cwd, data_dir_path=self.builtin.data_dir, create=False)
+        if engine is None:
+            raise NothingToDo("no snapshots recorded for this worktree yet")
+        return engine
+
+    def _session(self, engine: Engine, session_id: str | None) -> str:
+        found = session_id or self.builtin.last_session.get(engine.root)
+        found = found or history.default_session(engine.store)
+        if not found:
+            raise NothingToDo("no checkpoints in this worktree yet")
+        return found
+
+    def list(self, cwd: str | os.PathLike[str], session_id: str | None = None,
+             all_sessions: bool = False) -> list[Checkpoint]:
+        try:
+            engine = self._engine(cwd)
+        except NothingToDo:
+            return []
+        return history.list_checkpoints(
+            engine.store, None if all_sessions else self._session_or_none(engine, session_id)
+        )
+
+    def _session_or_none(self, engine: Engine, session_id: str | None) -> str | None:
+        try:
+            return self._session(engine, session_id)
+        except NothingToDo:
+            return None
+
+    def undo_last(self, cwd: str | os.PathLike[str], session_id: str | None = None, *,
+                  force: bool = False, dry_run: bool = False) -> RestoreReport:
+        engine = self._engine(cwd)
+        return history.undo_last(engine, self._session(engine, session_id), force=force,
+                                 dry_run=dry_run)
+
+    def redo(self, cwd: str | os.PathLike[str], session_id: str | None = None, *,
+             force: bool = False, dry_run: bool = False) -> RestoreReport:
+        engine = self._engine(cwd)
+        return history.redo(engine, self._session(engine, session_id), force=force,
+                            dry_run=dry_run)
+
+    def reset(self, cwd: str | os.PathLike[str], keep: int | None = None,
+              session_id: str | None = None, *, force: bool = False,
+              dry_run: bool = False) -> RestoreReport:
+        """Revert every checkpoint after ``keep``; ``keep=None`` goes back to the original."""
+        engine = self._engine(cwd)
+        return history.reset(engine, self._session(engine, session_id), keep, force=force,
+                             dry_run=dry_run)
+
+    def auto_inject(self, config: HooksConfig | dict[str, Any] | None) -> HooksConfig:
+        """Add the builtin where ``settings: snapshot: true`` would (idempotent)."""
+        parsed = config if isinstance(config, HooksConfig) else HooksConfig.parse(config)
+        if not self.builtin.enabled:
+            return parsed
+        events = {k: list(v) for k, v in parsed.events.items()}
+        for event in AUTO_EVENTS:
+            hooks = events.setdefault(event, [])
+            present = any(
+                isinstance(h, HookDefinition) and h.type == "builtin" and h.command == BUILTIN_NAME
+                for h in hooks
+            )
+            if not present:
+                hooks.append(HookDefinition(type="builtin", command=BUILTIN_NAME))
+        return HooksConfig(events=events)
+
+
+def register_snapshot(
+    registry: Registry,
+    enabled: bool = True,
+    *,
+    data_dir_path: str | os.PathLike[str] | None = None,
+    max_new_file_size: int = DEFAULT_MAX_NEW_FILE_SIZE,
+) -> SnapshotController:
+    """Register the ``snapshot`` builtin on ``registry``; returns its controller."""
+    builtin = SnapshotBuiltin(
+        enabled=enabled, data_dir_path=data_dir_path, max_new_file_size=max_new_file_size
+    )
+    registry.register_builtin(BUILTIN_NAME, builtin)
+    return SnapshotController(builtin)

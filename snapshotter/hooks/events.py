@@ -1,0 +1,112 @@
+"""Hook wire models, compatible with docker-agent's ``Input``/``Output`` JSON.
+
+Claude Code's input (PascalCase event names) is accepted and mapped to the
+docker-agent events the snapshot builtin handles (SPEC §6).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+SESSION_START = "session_start"
+TURN_START = "turn_start"
+TURN_END = "turn_end"
+PRE_TOOL_USE = "pre_tool_use"
+POST_TOOL_USE = "post_tool_use"
+SESSION_END = "session_end"
+PERMISSION_REQUEST = "permission_request"
+
+SNAPSHOT_EVENTS = (SESSION_START, TURN_START, TURN_END, PRE_TOOL_USE, POST_TOOL_USE, SESSION_END)
+TOOL_EVENTS = (PRE_TOOL_USE, POST_TOOL_USE, PERMISSION_REQUEST)
+
+CLAUDE_EVENTS = {
+    "SessionStart": SESSION_START,
+    "UserPromptSubmit": TURN_START,
+    "Stop": TURN_END,
+    "PreToolUse": PRE_TOOL_USE,
+    "PostToolUse": POST_TOOL_USE,
+    "SessionEnd": SESSION_END,
+}
+
+
+class HookInput(BaseModel):
+    """One event, as docker-agent sends it on stdin; unknown fields are ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    session_id: str = ""
+    cwd: str = ""
+    hook_event_name: str = ""
+    agent_name: str = ""
+    model_id: str = ""
+    iteration: int = 0
+    last_user_message: str = ""
+    tool_name: str = ""
+    tool_use_id: str = ""
+    tool_input: dict[str, Any] | None = None
+    tool_response: Any = None
+    tool_error: bool = False
+    messages: list[Any] | None = None
+    source: str = ""
+    reason: str = ""
+    stop_response: str = ""
+    prompt: str = ""
+    parent_session_id: str = ""
+    notification_level: str = ""
+    notification_message: str = ""
+    from_agent: str = ""
+    to_agent: str = ""
+    agent_switch_kind: str = ""
+    from_agent_models: list[dict[str, Any]] | None = None
+    previous_max_iterations: int = 0
+    new_max_iterations: int = 0
+    approval_decision: str = ""
+    approval_source: str = ""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    context_limit: int = 0
+    compaction_reason: str = ""
+    summary: str = ""
+    # Claude Code only.
+    transcript_path: str = ""
+
+    @field_validator("hook_event_name")
+    @classmethod
+    def _normalise_event(cls, value: str) -> str:
+        return CLAUDE_EVENTS.get(value, value)
+
+    @property
+    def event(self) -> str:
+        return self.hook_event_name
+
+
+class HookSpecificOutput(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    hook_event_name: str = ""
+    permission_decision: str = ""
+    permission_decision_reason: str = ""
+    updated_input: dict[str, Any] | None = None
+    additional_context: str = ""
+
+
+class HookOutput(BaseModel):
+    """What a hook may answer; the snapshot builtin answers nothing."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    continue_: bool | None = Field(default=None, alias="continue")  # a Python keyword
+    stop_reason: str = ""
+    suppress_output: bool = False
+    system_message: str = ""
+    decision: str = ""
+    reason: str = ""
+    hook_specific_output: HookSpecificOutput | None = None
+
+    def is_blocked(self) -> bool:
+        return self.decision == "block" or self.continue_ is False
+
+    def to_json(self) -> str:
+        return self.model_dump_json(by_alias=True, exclude_defaults=True)
