@@ -37,18 +37,20 @@ def changes(
 def diff_text(store: Store, before: str, after: str, paths: Collection[str] | None = None) -> str:
     """Unified diff text; binary files are named, not dumped."""
     parts = []
-    for patch in _diff(store, before, after):
+    for patch in _patches(store, before, after):
         path = patch.delta.new_file.path or patch.delta.old_file.path
         if paths is None or path in paths:
             parts.append(patch.text or "")
     return "".join(parts)
 
 
-def diff_stat(store: Store, before: str, after: str, paths: Collection[str] | None = None) -> str:
+def diff_stat(
+    store: Store, before: str, after: str, paths: Collection[str] | None = None
+) -> str:
     """``git diff --stat``-like summary lines."""
     lines = []
     total_add = total_del = 0
-    for patch in _diff(store, before, after):
+    for patch in _patches(store, before, after):
         path = patch.delta.new_file.path or patch.delta.old_file.path
         if paths is not None and path not in paths:
             continue
@@ -59,8 +61,13 @@ def diff_stat(store: Store, before: str, after: str, paths: Collection[str] | No
         total_add += adds
         total_del += dels
         lines.append(f" {path} | {adds + dels} {'+' * min(adds, 40)}{'-' * min(dels, 40)}")
-    lines.append(f" {len(lines)} files changed, {total_add} insertions(+), {total_del} deletions(-)")
+    summary = f"{total_add} insertions(+), {total_del} deletions(-)"
+    lines.append(f" {len(lines)} files changed, {summary}")
     return "\n".join(lines) + "\n"
+
+
+def _patches(store: Store, before: str, after: str) -> list[pygit2.Patch]:
+    return [p for p in _diff(store, before, after) if p is not None]
 
 
 def _diff(store: Store, before: str, after: str) -> pygit2.Diff:

@@ -84,7 +84,7 @@ class Recorder:
         return cp
 
     def _capture(self, state: State) -> Mark:
-        capture, mark = self._capture_pair(state)
+        mark = self._capture_pair(state)[1]
         state.session(self.session_id).last = mark
         return mark
 

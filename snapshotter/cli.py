@@ -27,7 +27,9 @@ class Ctx:
 
         return data_dir(self.data_dir_opt)
 
-    def engine(self, directory: str, *, create: bool = True, max_size: str | None = None) -> Engine:
+    def engine(
+        self, directory: str, *, create: bool = True, max_size: str | None = None
+    ) -> Engine:
         from snapshotter.config import DEFAULT_MAX_NEW_FILE_SIZE, parse_size
         from snapshotter.engine import Engine
         from snapshotter.errors import NothingToDo
@@ -55,7 +57,8 @@ dir_option = click.option("-C", "directory", default=".", metavar="DIR",
 session_option = click.option("--session", "session_id", metavar="ID",
                               help="Session to act on (default: the newest one here).")
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-dry_run_option = click.option("--dry-run", is_flag=True, help="Show what would change; change nothing.")
+dry_run_option = click.option("--dry-run", is_flag=True,
+                              help="Show what would change; change nothing.")
 force_option = click.option("--force", is_flag=True,
                             help="Overwrite files changed since the checkpoint (redo undoes this).")
 size_option = click.option("--max-new-file-size", "max_size", metavar="SIZE",
@@ -110,7 +113,9 @@ def capture(c: Ctx, directory: str, max_size: str | None) -> None:
 @click.option("--all", "all_sessions", is_flag=True, help="List every session's checkpoints.")
 @json_option
 @pass_ctx
-def list_(c: Ctx, directory: str, session_id: str | None, all_sessions: bool, as_json: bool) -> None:
+def list_(
+    c: Ctx, directory: str, session_id: str | None, all_sessions: bool, as_json: bool
+) -> None:
     """List checkpoints, newest session by default; tools indented under turns."""
     from snapshotter import output
     from snapshotter.errors import NothingToDo

@@ -9,8 +9,10 @@ point leaves the old objects, the new pack, or both: never less.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +27,7 @@ _LOOSE_DIR = re.compile(r"^[0-9a-f]{2}$")
 _PACK_FILE = re.compile(r"^pack-[0-9a-f]{40}\.(pack|idx|rev)$")
 # Below this many loose objects a bounded (session_end) gc does nothing.
 LOOSE_THRESHOLD = 256
+SCRATCH = "gc-scratch"
 
 
 @dataclass
@@ -64,24 +67,21 @@ def collect_store(store: Store, *, budget_s: float | None = None,
             return report
         started = time.monotonic()
         old_packs = [p for p in (objects / "pack").glob("pack-*") if _PACK_FILE.match(p.name)]
-        report.objects_kept = _write_pack(store, trees)
+        report.objects_kept, new_names = _write_pack(store, trees)
         if budget_s is not None and time.monotonic() - started > budget_s:
             # The pack is in place and complete; deleting the old copies can wait.
             report.skipped = "time budget spent; old objects are removed next time"
             report.bytes_after = _size(objects)
             return report
-        new_packs = {p.name for p in (objects / "pack").glob("pack-*")} - {p.name for p in old_packs}
         for path in old_packs:
-            if path.name not in new_packs:
+            if path.name not in new_names:
                 path.unlink(missing_ok=True)
         for path in loose:
             path.unlink(missing_ok=True)
         for sub in objects.iterdir():
             if _LOOSE_DIR.match(sub.name):
-                try:
+                with contextlib.suppress(OSError):
                     sub.rmdir()
-                except OSError:
-                    pass
         store.reopen()
         report.bytes_after = _size(objects)
         return report
@@ -95,19 +95,34 @@ def _live_trees(store: Store) -> set[str]:
     return trees
 
 
-def _write_pack(store: Store, trees: set[str]) -> int:
+def _write_pack(store: Store, trees: set[str]) -> tuple[int, set[str]]:
+    """Pack every live object; returns the count and the new pack's file names.
+
+    The pack is built in a scratch directory and moved in (``.pack`` before
+    ``.idx``, which is what makes it visible), so a pack identical to an old
+    one is recognised by name and never deleted as "old".
+    """
     import pygit2
 
     if not trees:
-        return 0
+        return 0, set()
+    pack_dir = store.root / "git" / "objects" / "pack"
+    scratch = pack_dir / SCRATCH
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir(parents=True)
     builder = pygit2.PackBuilder(store.repo)
     try:
         for tree in sorted(trees):
             builder.add_recur(pygit2.Oid(hex=tree))
-        builder.write(str(store.root / "git" / "objects" / "pack"))
+        builder.write(str(scratch))
     except (pygit2.GitError, KeyError, ValueError) as exc:
+        shutil.rmtree(scratch, ignore_errors=True)
         raise StoreError(f"gc stopped, nothing deleted: {exc}") from exc
-    return int(builder.written_objects_count)
+    names = {p.name for p in scratch.iterdir() if _PACK_FILE.match(p.name)}
+    for name in sorted(names, key=lambda n: n.endswith(".idx")):
+        os.replace(scratch / name, pack_dir / name)
+    shutil.rmtree(scratch, ignore_errors=True)
+    return int(builder.written_objects_count), names
 
 
 def _count_reachable(store: Store, trees: set[str]) -> int:
@@ -127,7 +142,7 @@ def _count_reachable(store: Store, trees: set[str]) -> int:
 
 
 def _loose_objects(objects: Path) -> list[Path]:
-    found = []
+    found: list[Path] = []
     for sub in objects.iterdir():
         if _LOOSE_DIR.match(sub.name):
             found.extend(p for p in sub.iterdir() if len(p.name) == 38)
@@ -139,6 +154,7 @@ def remove_orphans(objects: Path) -> int:
     removed = 0
     pack_dir = objects / "pack"
     if pack_dir.is_dir():
+        shutil.rmtree(pack_dir / SCRATCH, ignore_errors=True)
         names = set(os.listdir(pack_dir))
         for name in names:
             stem, _, ext = name.rpartition(".")
@@ -162,8 +178,6 @@ def _size(path: Path) -> int:
     total = 0
     for dirpath, _dirs, files in os.walk(path):
         for name in files:
-            try:
+            with contextlib.suppress(OSError):
                 total += os.lstat(os.path.join(dirpath, name)).st_size
-            except OSError:
-                pass
     return total

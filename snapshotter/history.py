@@ -84,7 +84,7 @@ def _after(state: State, session_id: str, keep: int) -> list[Checkpoint]:
     """Live checkpoints after ``keep``; a turn holding ``keep`` is split into its tools."""
     anchor = state.by_id(keep)
     holder = anchor.parent if anchor is not None else None
-    picked = []
+    picked: list[Checkpoint] = []
     for cp in state.checkpoints:
         if cp.session_id != session_id or cp.undone or cp.id <= keep:
             continue

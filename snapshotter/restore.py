@@ -33,10 +33,12 @@ class RestoreResult:
 def check_path(rel: str) -> None:
     """Reject a stored path that could point outside the worktree."""
     parts = rel.split("/")
+    # A backslash is an ordinary file-name character on POSIX (git allows it);
+    # only where it separates paths could it smuggle in a ``..``.
     if (
         not rel
         or rel.startswith("/")
-        or "\\" in rel
+        or ("\\" in rel and "\\" in (os.sep, os.altsep))
         or "\0" in rel
         or any(p in ("", ".", "..", ".git") for p in parts)
     ):
@@ -134,7 +136,9 @@ def _ensure_parents(root: Path, rel: str) -> None:
             raise UnsafePath(rel, f"{current.relative_to(root)} is {kind}, not a directory")
 
 
-def _matches(store: Store, path: Path, st: os.stat_result | None, target: tuple[int, bytes]) -> bool:
+def _matches(
+    store: Store, path: Path, st: os.stat_result | None, target: tuple[int, bytes]
+) -> bool:
     import pygit2
 
     mode, oid = target

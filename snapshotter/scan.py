@@ -138,7 +138,9 @@ class _Walker:
         try:
             rel.encode("utf-8")
         except UnicodeEncodeError:
-            self._skip(rel, "file name is not valid UTF-8")
+            # Reported with \xNN escapes: a lone surrogate cannot go into JSON records.
+            shown = os.fsencode(rel).decode("utf-8", "backslashreplace")
+            self._skip(shown, "file name is not valid UTF-8")
             return None
         try:
             st = entry.stat(follow_symlinks=False)

@@ -208,7 +208,8 @@ class Store:
             index.clear()
             updates = entries
         for rel, entry in updates.items():
-            index.add(pygit2.IndexEntry(rel, pygit2.Oid(raw=entry[5]), entry[0]))
+            mode = pygit2.enums.FileMode(entry[0])
+            index.add(pygit2.IndexEntry(rel, pygit2.Oid(raw=entry[5]), mode))
         tree = str(index.write_tree(self.repo))
         # Written after write_tree so the cached tree extension survives
         # (writing first makes every later capture re-hash all trees).

@@ -124,7 +124,9 @@ class Executor:
             _merge(result, code, output, stderr)
         return result
 
-    def _run(self, hook: HookDefinition, hook_input: HookInput) -> tuple[int, HookOutput | None, str]:
+    def _run(
+        self, hook: HookDefinition, hook_input: HookInput
+    ) -> tuple[int, HookOutput | None, str]:
         if hook.type == "builtin":
             fn = self.registry.builtin(hook.command)
             if fn is None:
