@@ -6,7 +6,8 @@ import contextlib
 import os
 from pathlib import Path
 
-from snapshotter.models import now_iso
+from datetime import UTC, datetime
+
 from snapshotter.store import stores_dir
 
 MAX_LOG_BYTES = 1024 * 1024
@@ -26,4 +27,5 @@ def append(data_dir: Path, message: str) -> None:
                 os.replace(path, path.with_suffix(".log.1"))
         line = " ".join(message.split())[:4000]
         with open(path, "a", encoding="utf-8", errors="replace") as f:
-            f.write(f"{now_iso()} {line}\n")
+            stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            f.write(f"{stamp} {line}\n")
