@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from snapshotter.changes import changes
 from snapshotter.engine import Engine
-from snapshotter.models import Checkpoint, Kind
+from snapshotter.models import Checkpoint, Kind, now_iso
 from snapshotter.state import MAX_PENDING_TOOLS, Mark, State, editing
 from snapshotter.store import Capture
 
@@ -90,6 +90,7 @@ class Recorder:
 
     def _capture_pair(self, state: State) -> tuple[Capture, Mark]:
         capture = self.engine.capture()
+        state.session(self.session_id).touched = now_iso()
         return capture, Mark.of(capture, state.next_id)
 
     def _record(

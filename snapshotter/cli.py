@@ -239,22 +239,28 @@ def reset(c: Ctx, checkpoint_id: int | None, original: bool, directory: str,
 @cli.command()
 @dir_option
 @click.option("--all", "all_stores", is_flag=True, help="Every store in the data directory.")
+@click.option("--max-age-days", type=float, default=30.0, show_default=True,
+              help="Drop sessions idle for longer than this.")
+@click.option("--max-checkpoints", type=int, default=1000, show_default=True,
+              help="Keep at most this many checkpoints per session (oldest go first).")
+@click.option("--max-size", default="1GiB", show_default=True, metavar="SIZE",
+              help="Size budget per store; oldest sessions are dropped to meet it.")
 @dry_run_option
 @pass_ctx
-def gc(c: Ctx, directory: str, all_stores: bool, dry_run: bool) -> None:
-    """Compact the store: pack what live checkpoints need, drop the rest."""
+def gc(c: Ctx, directory: str, all_stores: bool, max_age_days: float, max_checkpoints: int,
+       max_size: str, dry_run: bool) -> None:
+    """Compact the store: apply retention, pack what live checkpoints need, drop the rest."""
     from snapshotter import output
+    from snapshotter.config import parse_size
     from snapshotter.engine import open_stores
     from snapshotter.gc import collect_store
+    from snapshotter.retention import Policy
 
+    policy = Policy(max_age_days, max_checkpoints, parse_size(max_size))
     stores = open_stores(c.data_dir) if all_stores else [c.engine(directory, create=False).store]
     for store in stores:
         output.progress(f"gc {store.root}…")
-        rep = collect_store(store, dry_run=dry_run)
-        note = f" ({rep.skipped})" if rep.skipped else ""
-        click.echo(f"{store.worktree.root}: kept {rep.objects_kept} objects for "
-                   f"{rep.live_trees} trees; {rep.bytes_before} → {rep.bytes_after} bytes, "
-                   f"freed {rep.freed}{note}")
+        output.gc_report(store.worktree.root, collect_store(store, dry_run=dry_run, policy=policy))
 
 
 @cli.command()

@@ -14,13 +14,20 @@ import os
 import re
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from snapshotter import manifest as manifest_io
 from snapshotter.engine import Engine
 from snapshotter.errors import StoreError
-from snapshotter.state import load
+from snapshotter.retention import (
+    Dropped,
+    Policy,
+    apply_age_and_count,
+    drop_session,
+    oldest_droppable,
+)
+from snapshotter.state import State, load, save
 from snapshotter.store import Store
 
 _LOOSE_DIR = re.compile(r"^[0-9a-f]{2}$")
@@ -33,62 +40,84 @@ SCRATCH = "gc-scratch"
 @dataclass
 class GcReport:
     store: str
-    live_trees: int
-    objects_kept: int
-    bytes_before: int
-    bytes_after: int
-    skipped: str = ""  # why nothing was done, when nothing was
+    live_trees: int = 0
+    objects_kept: int = 0
+    bytes_before: int = 0
+    bytes_after: int = 0
+    dropped: Dropped = field(default_factory=Dropped)
+    skipped: str = ""  # why nothing (or not everything) was done
 
     @property
     def freed(self) -> int:
         return max(0, self.bytes_before - self.bytes_after)
 
 
-def collect(engine: Engine, *, budget_s: float | None = None, dry_run: bool = False) -> GcReport:
-    """Pack live objects and drop the rest; with a budget, only when worth it."""
-    return collect_store(engine.store, budget_s=budget_s, dry_run=dry_run)
+def collect(engine: Engine, *, budget_s: float | None = None, dry_run: bool = False,
+            policy: Policy | None = None) -> GcReport:
+    """Apply retention, pack live objects, drop the rest; bounded by ``budget_s``."""
+    return collect_store(engine.store, budget_s=budget_s, dry_run=dry_run, policy=policy)
 
 
-def collect_store(store: Store, *, budget_s: float | None = None,
-                  dry_run: bool = False) -> GcReport:
+def collect_store(store: Store, *, budget_s: float | None = None, dry_run: bool = False,
+                  policy: Policy | None = None) -> GcReport:
+    policy = policy or Policy()
     objects = store.root / "git" / "objects"
     with store.locked():
         remove_orphans(objects)
-        before = _size(objects)
+        state = load(store)
+        report = GcReport(str(store.root), bytes_before=_size(objects))
+        report.dropped = apply_age_and_count(state, policy)
         loose = _loose_objects(objects)
-        trees = _live_trees(store)
-        report = GcReport(str(store.root), len(trees), 0, before, before)
-        if budget_s is not None and len(loose) < LOOSE_THRESHOLD:
+        if budget_s is not None and len(loose) < LOOSE_THRESHOLD and not report.dropped.checkpoints:
             report.skipped = f"only {len(loose)} loose objects"
+            report.bytes_after = report.bytes_before
             return report
         if dry_run:
-            report.objects_kept = _count_reachable(store, trees)
-            report.skipped = "dry run"
+            trees = _live_trees(store, state)
+            report.live_trees, report.objects_kept = len(trees), _count_reachable(store, trees)
+            report.bytes_after = report.bytes_before
+            report.skipped = "dry run: nothing changed"
             return report
-        started = time.monotonic()
-        old_packs = [p for p in (objects / "pack").glob("pack-*") if _PACK_FILE.match(p.name)]
-        report.objects_kept, new_names = _write_pack(store, trees)
-        if budget_s is not None and time.monotonic() - started > budget_s:
-            # The pack is in place and complete; deleting the old copies can wait.
-            report.skipped = "time budget spent; old objects are removed next time"
-            report.bytes_after = _size(objects)
-            return report
-        for path in old_packs:
-            if path.name not in new_names:
-                path.unlink(missing_ok=True)
-        for path in loose:
-            path.unlink(missing_ok=True)
-        for sub in objects.iterdir():
-            if _LOOSE_DIR.match(sub.name):
-                with contextlib.suppress(OSError):
-                    sub.rmdir()
-        store.reopen()
-        report.bytes_after = _size(objects)
+        save(store, state)  # records go before the objects they named
+        deadline = None if budget_s is None else time.monotonic() + budget_s
+        _repack(store, state, report, loose)
+        while (
+            policy.max_store_bytes is not None
+            and report.bytes_after > policy.max_store_bytes
+            and (deadline is None or time.monotonic() < deadline)
+        ):
+            victim = oldest_droppable(state)
+            if victim is None:
+                report.skipped = "over the size budget, but only the newest session is left"
+                break
+            drop_session(state, victim, report.dropped)
+            save(store, state)
+            _repack(store, state, report, _loose_objects(objects))
         return report
 
 
-def _live_trees(store: Store) -> set[str]:
-    trees = load(store).live_trees()
+def _repack(store: Store, state: State, report: GcReport, loose: list[Path]) -> None:
+    """One pack of everything live; then the old packs and loose objects go."""
+    objects = store.root / "git" / "objects"
+    trees = _live_trees(store, state)
+    old_packs = [p for p in (objects / "pack").glob("pack-*") if _PACK_FILE.match(p.name)]
+    report.live_trees = len(trees)
+    report.objects_kept, new_names = _write_pack(store, trees)
+    for path in sorted(old_packs, key=lambda p: not p.name.endswith(".idx")):
+        if path.name not in new_names:
+            path.unlink(missing_ok=True)  # .idx first: a lone .pack is an orphan we clean
+    for path in loose:
+        path.unlink(missing_ok=True)
+    for sub in objects.iterdir():
+        if _LOOSE_DIR.match(sub.name):
+            with contextlib.suppress(OSError):
+                sub.rmdir()
+    store.reopen()
+    report.bytes_after = _size(objects)
+
+
+def _live_trees(store: Store, state: State) -> set[str]:
+    trees = state.live_trees()
     cached = manifest_io.load(store.root / "manifest").tree
     if cached:
         trees.add(cached)  # the stat cache reuses its blobs without re-reading files

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-from pathlib import Path
-
 from datetime import UTC, datetime
+from pathlib import Path
 
 from snapshotter.store import stores_dir
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from snapshotter.models import Checkpoint, RestoreReport
+
+if TYPE_CHECKING:
+    from snapshotter.gc import GcReport
 
 
 def emit_json(data: Any) -> None:
@@ -84,6 +87,15 @@ def report(verb: str, rep: RestoreReport, as_json: bool) -> None:
         click.echo(f"  removed  {path}")
     if not rep.dry_run and verb in ("undid", "reset"):
         click.echo("run `snapshotter redo` to put it back")
+
+
+def gc_report(worktree: object, rep: GcReport) -> None:
+    dropped = rep.dropped
+    verb = "would drop" if rep.skipped.startswith("dry run") else "dropped"
+    click.echo(f"{worktree}: {verb} {len(dropped.sessions)} sessions and "
+               f"{len(dropped.checkpoints)} checkpoints; kept {rep.objects_kept} objects "
+               f"({rep.live_trees} trees); {rep.bytes_before} → {rep.bytes_after} bytes, "
+               f"freed {rep.freed}" + (f" ({rep.skipped})" if rep.skipped else ""))
 
 
 def error(message: str) -> None:

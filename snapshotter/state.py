@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from snapshotter.errors import StoreError
 from snapshotter.fileio import write_atomic
-from snapshotter.models import Checkpoint, SkippedFile
+from snapshotter.models import Checkpoint, SkippedFile, now_iso
 from snapshotter.store import Capture, Store
 
 STATE_FILE = "state.json"
@@ -56,6 +56,7 @@ class RedoEntry(BaseModel):
 
 
 class SessionState(BaseModel):
+    touched: str = Field(default_factory=lambda: now_iso())  # last event (for retention)
     last: Mark | None = None  # the session's latest capture, a fallback start
     turn: Mark | None = None
     turn_tools: list[int] = Field(default_factory=list)

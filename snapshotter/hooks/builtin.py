@@ -16,6 +16,12 @@ from snapshotter.hooks.events import HookInput, HookOutput
 from snapshotter.hooks.registry import HookDefinition, HooksConfig, Registry
 from snapshotter.logfile import append as log_failure
 from snapshotter.models import Checkpoint, RestoreReport
+from snapshotter.retention import (
+    DEFAULT_MAX_AGE_DAYS,
+    DEFAULT_MAX_CHECKPOINTS,
+    DEFAULT_MAX_STORE_BYTES,
+    Policy,
+)
 
 BUILTIN_NAME = "snapshot"
 AUTO_EVENTS = (ev.SESSION_START, ev.TURN_START, ev.TURN_END, ev.SESSION_END)
@@ -72,10 +78,24 @@ class SnapshotBuiltin:
         assert engine is not None
         self.last_session[engine.root] = hook_input.session_id
         recorder = Recorder(engine, hook_input.session_id)
-        return _dispatch(recorder, hook_input)
+        return _dispatch(recorder, hook_input, options)
 
 
-def _dispatch(recorder: Recorder, hook_input: HookInput) -> Checkpoint | None:
+def retention_policy(options: dict[str, str]) -> Policy:
+    """Retention from builtin args: max_age_days, max_checkpoints, max_store_size."""
+    try:
+        return Policy(
+            float(options.get("max_age_days", DEFAULT_MAX_AGE_DAYS)),
+            int(options.get("max_checkpoints", DEFAULT_MAX_CHECKPOINTS)),
+            parse_size(options.get("max_store_size", DEFAULT_MAX_STORE_BYTES)),
+        )
+    except ValueError as exc:
+        raise BadInput(f"bad retention arg: {exc}") from exc
+
+
+def _dispatch(
+    recorder: Recorder, hook_input: HookInput, options: dict[str, str]
+) -> Checkpoint | None:
     event = hook_input.event
     if event == ev.SESSION_START:
         recorder.session_start()
@@ -91,7 +111,8 @@ def _dispatch(recorder: Recorder, hook_input: HookInput) -> Checkpoint | None:
         checkpoint = recorder.session_end()
         from snapshotter.gc import collect
 
-        collect(recorder.engine, budget_s=SESSION_END_GC_BUDGET_S)
+        collect(recorder.engine, budget_s=SESSION_END_GC_BUDGET_S,
+                policy=retention_policy(options))
         return checkpoint
     return None
 
