@@ -1,3 +1,3 @@
-from snapshotter.cli import main
+from snapshotter.launcher import main
 
 main()

@@ -106,6 +106,10 @@ class Recorder:
             for f in cp.files
         }
         files = [f for f in files if f.path not in theirs]
+        if kind == "tool":
+            # Parallel tool calls of one session (pre A, pre B, post A, post B):
+            # what A already recorded is A's, unless it changed again since.
+            files = [f for f in files if not self._claimed(state, start, capture, f.path)]
         skipped = [s for s in start.new_skips(capture) if self.engine.in_scope(s.path)]
         if not files and not skipped:
             return None
@@ -121,6 +125,16 @@ class Recorder:
                 skipped=skipped,
             )
         )
+
+    def _claimed(self, state: State, start: Mark, capture: Capture, path: str) -> bool:
+        """Did a sibling tool of this session, recorded during the span, leave ``path`` so?"""
+        for cp in reversed(state.checkpoints):
+            if cp.id < start.next_id:
+                break
+            if (cp.session_id == self.session_id and cp.kind == "tool"
+                    and any(f.path == path for f in cp.files)):
+                return self.engine.entry(cp.after, path) == self.engine.entry(capture.tree, path)
+        return False
 
 
 def _pop_tool(tools: list[Mark], tool_use_id: str | None, tool_name: str) -> Mark | None:

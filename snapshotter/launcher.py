@@ -1,0 +1,59 @@
+"""Console-script entry: ``snapshotter hook`` skips click and everything else.
+
+The hook runs once per agent event, so its start-up is paid thousands of
+times a session; every other command goes through the click CLI.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    parsed = _hook_args(args)
+    if parsed is None:
+        from snapshotter.cli import main as cli_main
+
+        cli_main(args)
+        return
+    data_dir_opt, builtin_args, unknown = parsed
+    from snapshotter.config import data_dir
+    from snapshotter.hooks.command import run
+
+    if unknown:
+        # Exit 2 would make docker-agent block the tool call: a typo in the
+        # hook's options must never stop the agent, so it is reported and ignored.
+        print(f"snapshotter hook: ignoring unknown options {unknown}", file=sys.stderr)
+    sys.exit(run(sys.stdin.buffer, data_dir(data_dir_opt), builtin_args))
+
+
+def _hook_args(args: list[str]) -> tuple[str | None, list[str], list[str]] | None:
+    """``[--data-dir DIR] hook [--arg K=V ...]`` → (dir, args, unknown options).
+
+    None for any other command, and for ``hook --help``: click handles those.
+    """
+    data_dir_opt = None
+    rest = list(args)
+    if rest[:1] == ["--data-dir"] and len(rest) >= 2:
+        data_dir_opt, rest = rest[1], rest[2:]
+    elif rest and rest[0].startswith("--data-dir="):
+        data_dir_opt, rest = rest[0].split("=", 1)[1], rest[1:]
+    if rest[:1] != ["hook"]:
+        return None
+    builtin_args: list[str] = []
+    unknown: list[str] = []
+    tail = rest[1:]
+    if "--help" in tail or "-h" in tail:
+        return None
+    while tail:
+        if tail[0] == "--arg" and len(tail) >= 2:
+            builtin_args.append(tail[1])
+            tail = tail[2:]
+        elif tail[0].startswith("--arg="):
+            builtin_args.append(tail[0].split("=", 1)[1])
+            tail = tail[1:]
+        else:
+            unknown.append(tail[0])
+            tail = tail[1:]
+    return data_dir_opt, builtin_args, unknown
