@@ -121,6 +121,8 @@ def list_(
     from snapshotter.errors import NothingToDo
     from snapshotter.history import list_checkpoints
 
+    if all_sessions and session_id:
+        raise click.UsageError("give --session ID or --all, not both")
     try:
         engine = c.engine(directory, create=False)
         session = None if all_sessions else c.session(engine, session_id)
@@ -137,7 +139,14 @@ def _checkpoint(c: Ctx, directory: str, checkpoint_id: int | None) -> tuple[Engi
     from snapshotter.errors import NotFound, NothingToDo
     from snapshotter.history import list_checkpoints
 
-    engine = c.engine(directory, create=False)
+    try:
+        engine = c.engine(directory, create=False)
+    except NothingToDo:
+        if checkpoint_id is None:
+            raise
+        # An id the user named that does not exist is an error (1), not "nothing to do".
+        raise NotFound(f"no checkpoint {checkpoint_id} in this worktree "
+                       "(no snapshots recorded here yet)") from None
     cps = list_checkpoints(engine.store, None)
     if checkpoint_id is None:
         session = c.session(engine, None)
@@ -274,16 +283,23 @@ def demo(keep: bool) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: the one place errors become exit codes (SPEC §7)."""
-    verbose = "-v" in (argv or sys.argv) or "--verbose" in (argv or sys.argv)
+    args = sys.argv[1:] if argv is None else argv
+    # Global options come before the command, so only look there.
+    command_at = next((i for i, a in enumerate(args) if a in cli.commands), len(args))
+    verbose = bool({"-v", "--verbose"} & set(args[:command_at]))
     try:
-        cli.main(args=argv, prog_name="snapshotter", standalone_mode=False)
+        cli.main(args=args, prog_name="snapshotter", standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.Abort:
         click.echo("aborted", err=True)
         sys.exit(1)
+    except click.UsageError as exc:
+        where = exc.ctx.command_path if exc.ctx else "snapshotter"
+        click.echo(f"snapshotter: {exc.format_message()} (see `{where} --help`)", err=True)
+        sys.exit(exc.exit_code)
     except click.ClickException as exc:
-        exc.show()
+        click.echo(f"snapshotter: {exc.format_message()}", err=True)
         sys.exit(exc.exit_code)
     except Exception as exc:
         from snapshotter.errors import SnapshotterError

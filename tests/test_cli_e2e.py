@@ -1,0 +1,380 @@
+"""End to end: the installed ``snapshotter`` console script in real processes.
+
+Each event is its own ``snapshotter hook`` process, as an agent runtime runs
+it, so these tests also prove that pending state and checkpoints persist
+between processes (SPEC §4). The README tests wire hooks exactly as README.md
+tells users to, and replay recorded sessions through those commands.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import write
+
+from snapshotter.replay import build_repo, load_recipe, load_session, replay
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def script() -> Path:
+    """The console script installed next to this interpreter (the venv's)."""
+    beside = Path(sys.executable).with_name("snapshotter")
+    if beside.exists():
+        return beside
+    found = shutil.which("snapshotter")
+    assert found, "the snapshotter console script is not installed (pip install -e .)"
+    return Path(found)
+
+
+def env() -> dict[str, str]:
+    """The hermetic environment, with the script's directory first on PATH."""
+    return {**os.environ, "PATH": f"{script().parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
+@dataclass
+class Done:
+    code: int
+    out: str
+    err: str
+
+
+def run(*args: Any, stdin: str | None = None, cwd: Path | None = None) -> Done:
+    done = subprocess.run([str(script()), *(str(a) for a in args)], input=stdin, cwd=cwd,
+                          capture_output=True, text=True, env=env(), check=False, timeout=120)
+    return Done(done.returncode, done.stdout, done.stderr)
+
+
+def hook(event: dict[str, Any]) -> None:
+    done = run("hook", stdin=json.dumps(event))
+    assert done.code == 0, f"hook {event.get('hook_event_name')} must exit 0: {done.err}"
+    assert done.out.strip() in ("", "{}"), f"hook prints nothing or {{}}: {done.out!r}"
+    assert done.err == "", f"hook {event.get('hook_event_name')} failed: {done.err}"
+
+
+def listed(root: Path) -> list[dict[str, Any]]:
+    done = run("list", "-C", root, "--json")
+    assert done.code == 0, f"list --json failed: {done.err}"
+    data = json.loads(done.out)  # one JSON document and nothing else
+    assert isinstance(data, list), f"list --json prints a list: {done.out!r}"
+    return data
+
+
+def one_line(done: Done, *needles: str) -> None:
+    lines = done.err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.err, f"one stderr line: {done.err!r}"
+    for needle in needles:
+        assert needle in done.err, f"expected {needle!r} on stderr: {done.err!r}"
+
+
+def shape(cps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Checkpoints in the form recorded sessions' ``expect`` lists use."""
+    return [{"kind": c["kind"], "label": c["label"], "parent": c["parent"],
+             "files": {f["path"]: f["status"] for f in c["files"]}} for c in cps]
+
+
+# -- hook, list, undo, redo, reset ---------------------------------------------------
+
+
+def test_hook_list_undo_redo_reset_through_the_console_script(repo: Path) -> None:
+    event = {"session_id": "e2e", "cwd": str(repo)}
+    hook({**event, "hook_event_name": "turn_start"})
+    write(repo, "src/app.py", "print('agent')\n")
+    write(repo, "src/new.py", "NEW = 1\n")
+    hook({**event, "hook_event_name": "turn_end", "reason": "normal"})
+
+    cps = listed(repo)
+    assert shape(cps) == [{"kind": "turn", "label": "normal", "parent": None,
+                           "files": {"src/app.py": "modified", "src/new.py": "added"}}], (
+        f"the two hook processes recorded one turn: {cps}"
+    )
+    undo = run("undo", "-C", repo, "--json")
+    assert undo.code == 0, f"undo failed: {undo.err}"
+    assert json.loads(undo.out) == {"checkpoint": [1], "restored": ["src/app.py"],
+                                    "removed": ["src/new.py"], "dry_run": False}, undo.out
+    assert (repo / "src/app.py").read_text() == "print('hi')\n", "undo restored the file"
+    assert not (repo / "src/new.py").exists(), "undo removed the added file"
+    assert listed(repo)[0]["undone"] is True, "list shows the undone mark"
+
+    redo = run("redo", "-C", repo)
+    assert redo.code == 0 and "redid checkpoint 1" in redo.out, f"redo: {redo.out}{redo.err}"
+    assert (repo / "src/new.py").read_text() == "NEW = 1\n", "redo put the file back"
+
+    write(repo, "src/new.py", "user edit\n")
+    refused = run("reset", "--original", "-C", repo)
+    assert refused.code == 4, f"reset over a user edit exits 4, got {refused.code}"
+    one_line(refused, "src/new.py")
+    forced = run("reset", "--original", "-C", repo, "--force", "--json")
+    assert forced.code == 0, f"reset --force failed: {forced.err}"
+    assert json.loads(forced.out)["checkpoint"] == [1], forced.out
+    assert not (repo / "src/new.py").exists(), "reset --original went back to the original"
+    again = run("undo", "-C", repo)
+    assert again.code == 3, f"nothing left to undo exits 3, got {again.code}"
+    one_line(again)
+
+
+def test_error_exit_codes_through_the_console_script(repo: Path, tmp_path: Path) -> None:
+    outside = run("list", "-C", tmp_path)
+    assert outside.code == 1, f"outside a worktree exits 1, got {outside.code}"
+    one_line(outside, "not inside a git worktree")
+    nothing = run("undo", cwd=repo)
+    assert nothing.code == 3, f"no store yet: undo exits 3, got {nothing.code}"
+    one_line(nothing)
+    usage = run("reset", "-C", repo)
+    assert usage.code == 2, f"reset with neither ID nor --original exits 2, got {usage.code}"
+    assert "Traceback" not in usage.err, usage.err
+    garbage = run("hook", stdin="{not json")
+    assert garbage.code == 0, f"the hook exits 0 even on garbage, got {garbage.code}"
+    assert "Traceback" not in garbage.err, garbage.err
+
+
+def test_help_through_the_console_script() -> None:
+    done = run("--help")
+    assert done.code == 0 and "Usage: snapshotter" in done.out, f"--help: {done.out}{done.err}"
+    for name in ("hook", "list", "undo", "redo", "reset", "demo"):
+        assert name in done.out, f"--help lists {name}: {done.out}"
+
+
+# -- demo ----------------------------------------------------------------------------
+
+
+def test_demo_runs_and_shows_list_diff_undo_redo(tmp_path: Path, data_dir: Path) -> None:
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    done = subprocess.run([str(script()), "demo"], capture_output=True, text=True,
+                          env={**env(), "TMPDIR": str(scratch)}, check=False, timeout=300)
+    assert done.returncode == 0, f"demo failed ({done.returncode}): {done.stderr}"
+    assert "Traceback" not in done.stderr, f"demo raised: {done.stderr}"
+    for command in ("list", "diff --stat", "diff", "undo", "redo"):
+        assert f"$ snapshotter {command}\n" in done.stdout, f"demo runs {command}: {done.stdout}"
+    for shown in ("└", "diff --git", "undid checkpoint", "(undone)", "redid checkpoint"):
+        assert shown in done.stdout, f"demo output shows {shown!r}: {done.stdout}"
+    assert "hook events sent" in done.stdout, f"demo goes through the hook: {done.stdout}"
+    assert not list(scratch.iterdir()), "demo removes its throwaway repository"
+    assert not data_dir.exists(), "demo never touches the user's data directory"
+
+
+# -- README wiring --------------------------------------------------------------------
+# Tests named test_readme_* check README.md's content (select them with -k readme):
+# the snippets users copy must parse and must record what the recordings expect.
+
+
+def fenced(text: str, lang: str, needle: str) -> str:
+    blocks = [b for b in re.findall(rf"^```{lang}\n(.*?)^```", text, re.S | re.M) if needle in b]
+    assert len(blocks) == 1, f"README.md needs exactly one ```{lang} block with {needle!r}"
+    return blocks[0]
+
+
+def parse_yaml(text: str) -> Any:
+    """The block-style YAML subset the README's hook config uses.
+
+    Mappings, sequences (``- item`` and ``- key: value``) and scalars; anything
+    else (flow collections, block scalars, anchors) raises, so a README change
+    that outgrows this reader fails loudly instead of being misread.
+    """
+    lines = []
+    for number, raw in enumerate(text.splitlines(), 1):
+        stripped = raw.strip()
+        if stripped and not stripped.startswith("#"):
+            if "\t" in raw[: len(raw) - len(raw.lstrip())]:
+                raise ValueError(f"line {number}: tab indentation")
+            lines.append([len(raw) - len(raw.lstrip(" ")), stripped, number])
+    if not lines:
+        return None
+    value, pos = _yaml_block(lines, 0, lines[0][0])
+    if pos != len(lines):
+        raise ValueError(f"line {lines[pos][2]}: unexpected indentation")
+    return value
+
+
+_KEY = re.compile(r"""^("(?:[^"\\]|\\.)*"|'[^']*'|[^\s"'\-\[{][^:]*?)\s*:(?:\s+(.*))?$""")
+
+
+def _yaml_block(lines: list[list[Any]], pos: int, indent: int) -> tuple[Any, int]:
+    if lines[pos][1] == "-" or lines[pos][1].startswith("- "):
+        return _yaml_seq(lines, pos, indent)
+    return _yaml_map(lines, pos, indent)
+
+
+def _yaml_map(lines: list[list[Any]], pos: int, indent: int) -> tuple[dict[str, Any], int]:
+    result: dict[str, Any] = {}
+    while pos < len(lines) and lines[pos][0] == indent and not lines[pos][1].startswith("-"):
+        match = _KEY.match(lines[pos][1])
+        if match is None:
+            raise ValueError(f"line {lines[pos][2]}: not a 'key: value' line")
+        key, rest = _yaml_scalar(match.group(1)), (match.group(2) or "").strip()
+        if key in result:
+            raise ValueError(f"line {lines[pos][2]}: duplicate key {key!r}")
+        pos += 1
+        nested = pos < len(lines) and (
+            lines[pos][0] > indent or (lines[pos][0] == indent and lines[pos][1].startswith("- ")))
+        if rest:
+            result[key] = _yaml_scalar(rest)
+        elif nested:
+            result[key], pos = _yaml_block(lines, pos, lines[pos][0])
+        else:
+            result[key] = None
+    if pos < len(lines) and lines[pos][0] > indent:
+        raise ValueError(f"line {lines[pos][2]}: unexpected indentation")
+    return result, pos
+
+
+def _yaml_seq(lines: list[list[Any]], pos: int, indent: int) -> tuple[list[Any], int]:
+    items: list[Any] = []
+    while pos < len(lines) and lines[pos][0] == indent and lines[pos][1].startswith("-"):
+        rest = lines[pos][1][1:]
+        item = rest.lstrip()
+        if not item:
+            pos += 1
+            if pos >= len(lines) or lines[pos][0] <= indent:
+                raise ValueError(f"line {lines[pos - 1][2]}: empty list item")
+            value, pos = _yaml_block(lines, pos, lines[pos][0])
+        elif _KEY.match(item):  # "- key: value" opens a mapping indented past the dash
+            lines[pos] = [indent + 1 + len(rest) - len(item), item, lines[pos][2]]
+            value, pos = _yaml_map(lines, pos, lines[pos][0])
+        else:
+            value, pos = _yaml_scalar(item), pos + 1
+        items.append(value)
+    return items, pos
+
+
+def _yaml_scalar(text: str) -> Any:
+    if text.startswith('"'):
+        return json.loads(text)
+    if text.startswith("'"):
+        if not text.endswith("'") or len(text) < 2:
+            raise ValueError(f"unterminated string {text!r}")
+        return text[1:-1].replace("''", "'")
+    text = re.sub(r"\s+#.*$", "", text)
+    if text[:1] in ("|", ">", "[", "{", "&", "*", "!"):
+        raise ValueError(f"YAML construct not supported by this reader: {text!r}")
+    plain = {"true": True, "false": False, "null": None, "~": None}
+    if text in plain:
+        return plain[text]
+    return int(text) if re.fullmatch(r"-?\d+", text) else text
+
+
+def commands_for(config: dict[str, Any], event: str, tool_name: str) -> list[str]:
+    """The command hooks a runtime runs for ``event`` (docker-agent and Claude Code alike)."""
+    found = []
+    for entry in config.get(event) or []:
+        if "hooks" in entry:  # a matcher group
+            matcher = entry.get("matcher") or "*"
+            if matcher != "*" and re.fullmatch(matcher, tool_name) is None:
+                continue
+            hooks = entry["hooks"]
+        else:
+            hooks = [entry]
+        found.extend(h["command"] for h in hooks if h.get("type", "command") == "command")
+    return found
+
+
+def replay_through(config: dict[str, Any], session: dict[str, Any], root: Path) -> int:
+    """Play ``session`` on ``root``, running the configured commands for each event."""
+    ran = 0
+
+    def send(event: dict[str, Any]) -> None:
+        nonlocal ran
+        for command in commands_for(config, event["hook_event_name"],
+                                    event.get("tool_name", "")):
+            done = subprocess.run(command, shell=True, input=json.dumps(event), text=True,
+                                  capture_output=True, cwd=root, env=env(), check=False,
+                                  timeout=120)
+            assert done.returncode == 0, f"{command!r} on {event} exited {done.returncode}"
+            assert done.stdout.strip() in ("", "{}"), f"{command!r} printed {done.stdout!r}"
+            assert done.stderr == "", f"{command!r} on {event} failed: {done.stderr}"
+            ran += 1
+
+    replay(session, root, send)
+    return ran
+
+
+SNAPSHOT_EVENTS = ["session_start", "turn_start", "pre_tool_use", "post_tool_use",
+                   "turn_end", "session_end"]
+CLAUDE_EVENTS = ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop",
+                 "SessionEnd"]
+
+# The shapes the README promises (used to check the reader; the README is the source).
+EXPECTED_YAML = """\
+hooks:
+  session_start:
+    - type: command
+      command: snapshotter hook
+  pre_tool_use:
+    - matcher: "*"
+      hooks:
+        - type: command
+          command: snapshotter hook   # comment
+  turn_end:
+  - type: command
+    command: 'snapshotter hook'
+"""
+
+
+def test_yaml_reader_reads_the_hook_config_shape() -> None:
+    assert parse_yaml(EXPECTED_YAML) == {"hooks": {
+        "session_start": [{"type": "command", "command": "snapshotter hook"}],
+        "pre_tool_use": [{"matcher": "*", "hooks": [
+            {"type": "command", "command": "snapshotter hook"}]}],
+        "turn_end": [{"type": "command", "command": "snapshotter hook"}],
+    }}, "the tiny YAML reader must read the README's hook config shape"
+    for bad in ("a: |\n  text\n", "a: [1, 2]\n", "a: 1\n    b: 2\n", "a: 1\na: 2\n"):
+        with pytest.raises(ValueError):
+            parse_yaml(bad)
+
+
+def test_readme_docker_agent_yaml_wires_every_snapshot_event(tmp_path: Path) -> None:
+    """README.md's docker-agent ```yaml block, replayed command by command."""
+    config = parse_yaml(fenced(README.read_text(), "yaml", "snapshotter hook"))
+    hooks = config["hooks"]
+    assert sorted(hooks) == sorted(SNAPSHOT_EVENTS), f"README wires every event: {sorted(hooks)}"
+    for event in SNAPSHOT_EVENTS:
+        tool = event.endswith("tool_use")
+        assert commands_for(hooks, event, "any_tool") == ["snapshotter hook"], (
+            f"README: {event} runs `snapshotter hook` once"
+        )
+        if tool:
+            assert all(e.get("matcher") == "*" for e in hooks[event]), f"{event} matches all"
+    from snapshotter.hooks.registry import HooksConfig
+
+    parsed = HooksConfig.parse(hooks)  # the README config is valid for our own executor
+    assert [h.command for h in parsed.hooks_for("pre_tool_use", "shell")] == ["snapshotter hook"]
+
+    session = load_session("docker_agent_two_turns")
+    root = build_repo(tmp_path / "agent-repo", load_recipe(session["repo"]))
+    ran = replay_through(hooks, session, root)
+    configured = sum(1 for s in session["steps"]
+                     if "event" in s and s["event"]["hook_event_name"] in SNAPSHOT_EVENTS)
+    assert ran == configured, f"every snapshot event ran `snapshotter hook` ({ran}/{configured})"
+    assert shape(listed(root)) == session["expect"], "checkpoints as the recording expects"
+
+
+def test_readme_claude_code_settings_wire_every_snapshot_event(tmp_path: Path) -> None:
+    """README.md's Claude Code ```json settings, replayed command by command."""
+    settings = json.loads(fenced(README.read_text(), "json", "snapshotter hook"))
+    hooks = settings["hooks"]
+    assert sorted(hooks) == sorted(CLAUDE_EVENTS), f"README wires every event: {sorted(hooks)}"
+    for event in CLAUDE_EVENTS:
+        assert commands_for(hooks, event, "Edit") == ["snapshotter hook"], (
+            f"README: {event} runs `snapshotter hook` once"
+        )
+    for event in ("PreToolUse", "PostToolUse"):
+        assert all(e.get("matcher") == "*" for e in hooks[event]), f"{event} matches all tools"
+
+    session = load_session("claude_code_session")
+    root = build_repo(tmp_path / "agent-repo", load_recipe(session["repo"]))
+    ran = replay_through(hooks, session, root)
+    wired = [s["event"]["hook_event_name"] for s in session["steps"] if "event" in s]
+    assert ran == sum(e in CLAUDE_EVENTS for e in wired) == len(wired) - 1, (
+        f"every recorded event but Notification runs `snapshotter hook`: ran {ran}"
+    )
+    assert shape(listed(root)) == session["expect"], "checkpoints as the recording expects"
