@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from snapshotter.errors import NotAWorktree
+from snapshotter.errors import NotAWorktree, SnapshotterError
 from snapshotter.ignore import IgnoreRules, global_excludes_file, read_lines
 
 
@@ -31,7 +31,7 @@ def find_worktree(start: str | os.PathLike[str]) -> Worktree:
 
     here = Path(start).resolve()
     if not here.is_dir():
-        raise NotAWorktree(str(start))
+        raise SnapshotterError(f"not a directory: {start}")
     try:
         git_path = pygit2.discover_repository(str(here))
         repo = pygit2.Repository(git_path) if git_path else None
