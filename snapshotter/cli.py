@@ -63,6 +63,8 @@ force_option = click.option("--force", is_flag=True,
                             help="Overwrite files changed since the checkpoint (redo undoes this).")
 size_option = click.option("--max-new-file-size", "max_size", metavar="SIZE",
                            help="Skip new untracked files larger than SIZE (default 2MiB).")
+max_files_option = click.option("--max-files", type=int, default=200_000, show_default=True,
+                                help="Refuse worktrees with more files than this.")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -94,12 +96,14 @@ def hook(c: Ctx, args: tuple[str, ...]) -> None:
 @cli.command()
 @dir_option
 @size_option
+@max_files_option
 @pass_ctx
-def capture(c: Ctx, directory: str, max_size: str | None) -> None:
+def capture(c: Ctx, directory: str, max_size: str | None, max_files: int) -> None:
     """Take a snapshot now and print its tree id."""
     from snapshotter import output
 
     engine = c.engine(directory, max_size=max_size)
+    engine.max_files = max_files
     output.progress("capturing…")
     result = engine.capture()
     for skip in result.skipped.values():

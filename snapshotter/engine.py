@@ -13,7 +13,7 @@ from pathlib import Path
 
 from snapshotter import changes as changes_mod
 from snapshotter import restore as restore_mod
-from snapshotter.config import DEFAULT_MAX_NEW_FILE_SIZE, data_dir
+from snapshotter.config import DEFAULT_MAX_FILES, DEFAULT_MAX_NEW_FILE_SIZE, data_dir
 from snapshotter.errors import SnapshotterError
 from snapshotter.models import FileChange
 from snapshotter.store import Capture, Store, stores_dir
@@ -23,10 +23,17 @@ from snapshotter.worktree import Worktree, find_worktree
 class Engine:
     """Snapshots of the worktree containing ``directory``, limited to its subtree."""
 
-    def __init__(self, worktree: Worktree, store: Store, max_new_file_size: int) -> None:
+    def __init__(
+        self,
+        worktree: Worktree,
+        store: Store,
+        max_new_file_size: int = DEFAULT_MAX_NEW_FILE_SIZE,
+        max_files: int | None = DEFAULT_MAX_FILES,
+    ) -> None:
         self.worktree = worktree
         self.store = store
         self.max_new_file_size = max_new_file_size
+        self.max_files = max_files
         self._excluded = frozenset({str(store.root.parent)})
 
     @classmethod
@@ -36,6 +43,7 @@ class Engine:
         *,
         data_dir_path: str | os.PathLike[str] | None = None,
         max_new_file_size: int = DEFAULT_MAX_NEW_FILE_SIZE,
+        max_files: int | None = DEFAULT_MAX_FILES,
         create: bool = True,
     ) -> Engine | None:
         """Open (creating on first use) the store; raises NotAWorktree outside git.
@@ -46,7 +54,7 @@ class Engine:
         store = Store.open(data_dir(data_dir_path), worktree, create=create)
         if store is None:
             return None
-        return cls(worktree, store, max_new_file_size)
+        return cls(worktree, store, max_new_file_size, max_files)
 
     def with_scope(self, scope: str) -> Engine:
         """This engine over another part of the same worktree (same store)."""
@@ -54,7 +62,7 @@ class Engine:
             return self
         worktree = dataclasses.replace(self.worktree, scope=scope)
         store = Store(self.store.root, worktree, lock=self.store.locked())
-        return Engine(worktree, store, self.max_new_file_size)
+        return Engine(worktree, store, self.max_new_file_size, self.max_files)
 
     @property
     def root(self) -> Path:
@@ -64,7 +72,7 @@ class Engine:
         return self.worktree.in_scope(rel)
 
     def capture(self) -> Capture:
-        return self.store.capture(self.max_new_file_size, self._excluded)
+        return self.store.capture(self.max_new_file_size, self._excluded, self.max_files)
 
     def changes(self, before: str, after: str | None = None) -> list[FileChange]:
         """Changed files in scope from ``before`` to ``after`` (default: now)."""

@@ -32,6 +32,15 @@ class CaptureFailed(SnapshotterError):
         super().__init__(f"capture failed: {reason}")
 
 
+class TooManyFiles(CaptureFailed):
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"more than {limit} files to snapshot; is this the right directory? "
+            "Add ignore rules or raise max_files"
+        )
+        self.limit = limit
+
+
 class UnsafePath(SnapshotterError):
     """A restore would have written outside the worktree."""
 

@@ -32,8 +32,13 @@ from snapshotter.store import Store
 
 _LOOSE_DIR = re.compile(r"^[0-9a-f]{2}$")
 _PACK_FILE = re.compile(r"^pack-[0-9a-f]{40}\.(pack|idx|rev)$")
-# Below this many loose objects a bounded (session_end) gc does nothing.
+# A bounded (session_end) gc rewrites the whole store only when retention
+# dropped something, the store is over its size budget, or there are more
+# than PACK_THRESHOLD packs: a full repack recompresses every live object,
+# which takes tens of seconds on a large worktree. Otherwise it only packs
+# the loose objects (from LOOSE_THRESHOLD of them; below that it does nothing).
 LOOSE_THRESHOLD = 256
+PACK_THRESHOLD = 32
 SCRATCH = "gc-scratch"
 
 
@@ -61,6 +66,13 @@ def collect(engine: Engine, *, budget_s: float | None = None, dry_run: bool = Fa
 def collect_store(store: Store, *, budget_s: float | None = None, dry_run: bool = False,
                   policy: Policy | None = None) -> GcReport:
     policy = policy or Policy()
+    try:
+        return _collect(store, budget_s, dry_run, policy)
+    except OSError as exc:  # a permission, disk or lock failure: one clear error, not a crash
+        raise StoreError(f"gc stopped: {exc}") from exc
+
+
+def _collect(store: Store, budget_s: float | None, dry_run: bool, policy: Policy) -> GcReport:
     objects = store.root / "git" / "objects"
     with store.locked():
         remove_orphans(objects)
@@ -68,8 +80,14 @@ def collect_store(store: Store, *, budget_s: float | None = None, dry_run: bool 
         report = GcReport(str(store.root), bytes_before=_size(objects))
         report.dropped = apply_age_and_count(state, policy)
         loose = _loose_objects(objects)
-        if budget_s is not None and len(loose) < LOOSE_THRESHOLD and not report.dropped.checkpoints:
-            report.skipped = f"only {len(loose)} loose objects"
+        packs = len(list((objects / "pack").glob("pack-*.idx")))
+        over = (policy.max_store_bytes is not None and report.bytes_before > policy.max_store_bytes
+                and oldest_droppable(state) is not None)  # else a repack frees nothing more
+        light = budget_s is not None and not (
+            over or report.dropped.checkpoints or packs > PACK_THRESHOLD
+        )
+        if light and len(loose) < LOOSE_THRESHOLD:
+            report.skipped = f"only {len(loose)} loose objects and {packs} packs"
             report.bytes_after = report.bytes_before
             return report
         if dry_run:
@@ -77,6 +95,9 @@ def collect_store(store: Store, *, budget_s: float | None = None, dry_run: bool 
             report.live_trees, report.objects_kept = len(trees), _count_reachable(store, trees)
             report.bytes_after = report.bytes_before
             report.skipped = "dry run: nothing changed"
+            return report
+        if light:
+            _pack_loose(store, report, loose)
             return report
         save(store, state)  # records go before the objects they named
         deadline = None if budget_s is None else time.monotonic() + budget_s
@@ -116,6 +137,22 @@ def _repack(store: Store, state: State, report: GcReport, loose: list[Path]) -> 
     report.bytes_after = _size(objects)
 
 
+def _pack_loose(store: Store, report: GcReport, loose: list[Path]) -> None:
+    """The quick gc: loose objects (live or not) into one new pack; older packs stay."""
+    objects = store.root / "git" / "objects"
+    report.objects_kept, _names = _write_pack(
+        store, {p.parent.name + p.name for p in loose}, recursive=False
+    )
+    for path in loose:
+        path.unlink(missing_ok=True)
+    for sub in {p.parent for p in loose}:
+        with contextlib.suppress(OSError):
+            sub.rmdir()
+    store.reopen()
+    report.bytes_after = _size(objects)
+    report.skipped = "packed the loose objects only; a full gc frees the rest"
+
+
 def _live_trees(store: Store, state: State) -> set[str]:
     trees = state.live_trees()
     cached = manifest_io.load(store.root / "manifest").tree
@@ -124,8 +161,10 @@ def _live_trees(store: Store, state: State) -> set[str]:
     return trees
 
 
-def _write_pack(store: Store, trees: set[str]) -> tuple[int, set[str]]:
+def _write_pack(store: Store, trees: set[str], recursive: bool = True) -> tuple[int, set[str]]:
     """Pack every live object; returns the count and the new pack's file names.
+
+    With ``recursive`` off, ``trees`` are any object ids, packed on their own.
 
     The pack is built in a scratch directory and moved in (``.pack`` before
     ``.idx``, which is what makes it visible), so a pack identical to an old
@@ -141,8 +180,9 @@ def _write_pack(store: Store, trees: set[str]) -> tuple[int, set[str]]:
     scratch.mkdir(parents=True)
     builder = pygit2.PackBuilder(store.repo)
     try:
+        add = builder.add_recur if recursive else builder.add
         for tree in sorted(trees):
-            builder.add_recur(pygit2.Oid(hex=tree))
+            add(pygit2.Oid(hex=tree))
         builder.write(str(scratch))
     except (pygit2.GitError, KeyError, ValueError) as exc:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -63,6 +63,7 @@ def redo(engine: Engine, session_id: str, *, force: bool = False,
         result = _apply(engine, {entry.tree: entry.paths}, dry_run)
         if not dry_run:
             sess.redo.pop()
+            _rebase_open_spans(engine, state, entry.tree, entry.paths)
             for cp_id in entry.checkpoints:
                 cp = state.by_id(cp_id)
                 if cp is not None:
@@ -120,12 +121,52 @@ def _revert(engine: Engine, state: State, session_id: str, targets: list[Checkpo
         after = unscoped.capture()
         for cp in targets:
             _set_undone(state, cp, True)
+        _rebase_open_spans(engine, state, after.tree, sorted(restore_from))
         sess = state.session(session_id)
         sess.redo.append(RedoEntry(op="undo" if op == "undo" else "reset", checkpoints=ids,
                                    paths=sorted(restore_from), tree=safety.tree,
                                    after=after.tree))
         sess.last = Mark.of(after, state.next_id)
     return _report(ids, result, dry_run)
+
+
+def _rebase_open_spans(engine: Engine, state: State, tree: str, paths: list[str]) -> None:
+    """An undo, redo or reset is nobody's edit: open turns and tools see it as done.
+
+    Otherwise a turn open (in any session) while files are restored records the
+    restore as its own change, and undoing that turn re-applies what was undone.
+    """
+    rebased: dict[str, str] = {}
+    for sess in state.sessions.values():
+        for mark in (sess.turn, *sess.tools):
+            if mark is None:
+                continue
+            if mark.tree not in rebased:
+                rebased[mark.tree] = _with_paths_from(engine, mark.tree, tree, paths)
+            mark.tree = rebased[mark.tree]
+
+
+def _with_paths_from(engine: Engine, base: str, source: str, paths: list[str]) -> str:
+    """``base`` with ``paths`` as they are in ``source`` (absent there: removed)."""
+    import pygit2
+
+    repo = engine.store.repo
+    try:
+        index = pygit2.Index()
+        start = repo[base]
+        assert isinstance(start, pygit2.Tree)
+        index.read_tree(start)
+        for path in paths:
+            if path in index:
+                index.remove(path)
+        for path in paths:
+            entry = engine.entry(source, path)
+            if entry is not None:
+                mode = pygit2.enums.FileMode(entry[0])
+                index.add(pygit2.IndexEntry(path, pygit2.Oid(raw=entry[1]), mode))
+        return str(index.write_tree(repo))
+    except (pygit2.GitError, OSError, KeyError, ValueError):
+        return base  # e.g. a file/directory clash: the span keeps its old start
 
 
 def _set_undone(state: State, cp: Checkpoint, undone: bool) -> None:

@@ -76,17 +76,22 @@ class TrackedIndex:
     _sorted: list[str] = field(default_factory=list)
 
     @classmethod
-    def read(cls, index_file: Path) -> TrackedIndex:
+    def read(cls, index_file: Path, cache_file: Path | None = None) -> TrackedIndex:
+        from snapshotter.gitindex import tracked_modes
+
+        modes = tracked_modes(index_file, cache_file)
+        if modes is None:  # a format we do not parse: let libgit2 read it
+            modes = cls._read_with_pygit2(index_file)
+        return cls(modes, sorted(modes))
+
+    @staticmethod
+    def _read_with_pygit2(index_file: Path) -> dict[str, int]:
         import pygit2
 
-        if not index_file.is_file():
-            return cls()
         try:
-            index = pygit2.Index(str(index_file))
-            modes = {entry.path: entry.mode for entry in index}
+            return {entry.path: entry.mode for entry in pygit2.Index(str(index_file))}
         except (pygit2.GitError, OSError, ValueError):
-            return cls()
-        return cls(modes, sorted(modes))
+            return {}
 
     def has_under(self, dir_rel: str) -> bool:
         """Whether any tracked path lies below directory ``dir_rel``."""
@@ -117,10 +122,12 @@ def global_rules(tree: Worktree) -> IgnoreRules:
     return IgnoreRules.for_repository(None, read_lines(global_excludes_file(configured)))
 
 
-def top_context(tree: Worktree, global_: IgnoreRules) -> RepoContext:
+def top_context(
+    tree: Worktree, global_: IgnoreRules, index_cache: Path | None = None
+) -> RepoContext:
     excludes = read_lines(tree.common_dir / "info" / "exclude")
     rules = IgnoreRules(IgnoreRules.for_repository(excludes, None).sources + global_.sources)
-    return RepoContext("", rules, TrackedIndex.read(tree.git_dir / "index"))
+    return RepoContext("", rules, TrackedIndex.read(tree.git_dir / "index", index_cache))
 
 
 def nested_context(dir_abs: Path, prefix: str, global_rules: IgnoreRules) -> RepoContext:

@@ -8,7 +8,12 @@ from typing import Any
 
 from snapshotter import history
 from snapshotter.checkpoints import Recorder
-from snapshotter.config import DEFAULT_MAX_NEW_FILE_SIZE, data_dir, parse_size
+from snapshotter.config import (
+    DEFAULT_MAX_FILES,
+    DEFAULT_MAX_NEW_FILE_SIZE,
+    data_dir,
+    parse_size,
+)
 from snapshotter.engine import Engine
 from snapshotter.errors import BadInput, NotAWorktree, NothingToDo, SnapshotterError
 from snapshotter.hooks import events as ev
@@ -69,9 +74,11 @@ class SnapshotBuiltin:
             raise BadInput("hook input needs session_id and cwd")
         options = parse_args(args)
         limit = parse_size(options.get("max_new_file_size", self.max_new_file_size))
+        max_files = _int_option(options, "max_files", DEFAULT_MAX_FILES)
         try:
             engine = Engine.open(
-                hook_input.cwd, data_dir_path=self.data_dir, max_new_file_size=limit
+                hook_input.cwd, data_dir_path=self.data_dir, max_new_file_size=limit,
+                max_files=max_files,
             )
         except NotAWorktree:
             return None  # outside a git worktree every event is a no-op
@@ -79,6 +86,13 @@ class SnapshotBuiltin:
         self.last_session[engine.root] = hook_input.session_id
         recorder = Recorder(engine, hook_input.session_id)
         return _dispatch(recorder, hook_input, options)
+
+
+def _int_option(options: dict[str, str], key: str, default: int) -> int:
+    try:
+        return int(options.get(key, default))
+    except ValueError as exc:
+        raise BadInput(f"snapshot builtin arg {key} must be a whole number") from exc
 
 
 def retention_policy(options: dict[str, str]) -> Policy:

@@ -72,6 +72,13 @@ class HookInput(BaseModel):
     # Claude Code only.
     transcript_path: str = ""
 
+    @field_validator("session_id", "tool_use_id", "tool_name", "reason", "cwd")
+    @classmethod
+    def _no_lone_surrogates(cls, value: str) -> str:
+        # JSON may carry "\ud800"; the persisted state would store it as U+FFFD,
+        # so the next event of the same session or tool would no longer match.
+        return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
     @field_validator("hook_event_name")
     @classmethod
     def _normalise_event(cls, value: str) -> str:

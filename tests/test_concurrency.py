@@ -1,0 +1,155 @@
+"""Many `snapshotter hook` processes on one worktree at once, and a killed lock holder.
+
+Every process loads, changes and saves the store's state under the store lock;
+a lost update would show up as a missing checkpoint, a gap or a duplicate id,
+or a pre_tool_use mark its post never found.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import filelock
+import pytest
+from conftest import write
+
+from snapshotter.engine import Engine
+from snapshotter.logfile import log_path
+
+WORKERS = 8
+ROUNDS = 3
+SESSIONS = ("sess-A", "sess-B")
+
+
+def hook(data_dir: Path, event: dict[str, Any]) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), "hook"],
+        input=json.dumps(event).encode(), capture_output=True, check=False, timeout=300,
+    )
+
+
+def load_state(data_dir: Path) -> dict[str, Any]:
+    found = list((data_dir / "snapshot").glob("*/state.json"))
+    assert len(found) == 1, f"expected exactly one store, found {found}"
+    data: dict[str, Any] = json.loads(found[0].read_bytes())
+    return data
+
+
+def test_parallel_hook_processes_lose_nothing(repo: Path, data_dir: Path) -> None:
+    """8 processes at once, 3 rounds, 2 sessions: every tool's change is its own checkpoint.
+
+    Each worker's tool runs with ``cwd`` in its own subdirectory: one worktree,
+    one store, one lock and one state file, but spans that cannot see each
+    other's files, so attribution is exact and any lost update shows.
+    (At the worktree root, overlapping spans of two sessions are ambiguous by
+    nature: whichever post records first claims the change.)
+    """
+    engine = Engine.open(repo, data_dir_path=data_dir)
+    assert engine is not None
+    for i in range(WORKERS):
+        write(repo, f"work/w{i}/keep.txt", "tracked by nobody, present from the start\n")
+    failures: list[str] = []
+    barrier = threading.Barrier(WORKERS)
+
+    def check(what: str, proc: subprocess.CompletedProcess[bytes]) -> None:
+        if proc.returncode != 0 or proc.stderr:
+            failures.append(f"{what}: exit {proc.returncode}, stderr {proc.stderr[-500:]!r}")
+
+    def worker(rnd: int, i: int) -> None:
+        base = {"session_id": SESSIONS[i % 2], "cwd": str(repo / "work" / f"w{i}"),
+                "tool_name": f"edit_w{i}", "tool_use_id": f"r{rnd}-w{i}"}
+        barrier.wait()  # all pre_tool_use processes start together
+        check(f"pre r{rnd} w{i}", hook(data_dir, {**base, "hook_event_name": "pre_tool_use"}))
+        write(repo, f"work/w{i}/out.txt", f"round {rnd} worker {i}\n")
+        check(f"post r{rnd} w{i}", hook(data_dir, {**base, "hook_event_name": "post_tool_use"}))
+
+    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        for rnd in range(ROUNDS):
+            list(pool.map(lambda i, r=rnd: worker(r, i), range(WORKERS)))  # type: ignore[misc]
+
+    assert not failures, "hook processes failed:\n" + "\n".join(failures)
+    assert not log_path(data_dir).exists(), f"hook.log: {log_path(data_dir).read_text()}"
+    state = load_state(data_dir)
+    cps = state["checkpoints"]
+    ids = [cp["id"] for cp in cps]
+    assert ids == list(range(1, len(ids) + 1)), f"checkpoint ids not unique and contiguous: {ids}"
+    assert state["next_id"] == len(ids) + 1, f"next_id {state['next_id']} after {len(ids)} ids"
+    for name, sess in state["sessions"].items():
+        assert sess["tools"] == [], f"{name}: pre_tool_use marks never paired: {sess['tools']}"
+
+    seen: dict[tuple[int, int], int] = {}
+    for cp in cps:
+        i = int(cp["label"].removeprefix("edit_w"))
+        assert cp["kind"] == "tool" and cp["parent"] is None, f"unexpected checkpoint {cp}"
+        assert cp["session_id"] == SESSIONS[i % 2], f"worker {i}'s change in the wrong session"
+        assert cp["files"] == [{"path": f"work/w{i}/out.txt",
+                                "status": "added" if not any(k[1] == i for k in seen)
+                                else "modified"}], f"worker {i}: files {cp['files']}"
+        entry = engine.entry(cp["after"], f"work/w{i}/out.txt")
+        assert entry is not None, f"checkpoint {cp['id']}: out.txt missing from its after tree"
+        content = engine.store.blob(entry[1]).decode()
+        rnd = int(content.split()[1])
+        assert (rnd, i) not in seen, f"round {rnd} worker {i} recorded twice"
+        seen[(rnd, i)] = cp["id"]
+    missing = {(r, i) for r in range(ROUNDS) for i in range(WORKERS)} - set(seen)
+    assert not missing, f"tools whose change was never recorded (round, worker): {missing}"
+
+    # The shared manifest survived the scoped captures: a full capture sees each file as is.
+    final = engine.capture().tree
+    for i in range(WORKERS):
+        for name, content in (("keep.txt", "tracked by nobody, present from the start\n"),
+                              ("out.txt", f"round {ROUNDS - 1} worker {i}\n")):
+            entry = engine.entry(final, f"work/w{i}/{name}")
+            assert entry is not None and engine.store.blob(entry[1]) == content.encode(), (
+                f"work/w{i}/{name} wrong in a full capture after the run"
+            )
+
+
+LOCK_HOLDER = """
+import sys, time
+from snapshotter.engine import Engine
+engine = Engine.open(sys.argv[1], data_dir_path=sys.argv[2])
+lock = engine.store.locked()
+lock.acquire()
+(engine.store.root / "index.lock").write_text("left by a killed process")
+print(engine.store.root, flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_killed_lock_holder_does_not_block_the_next_event(repo: Path, data_dir: Path) -> None:
+    common = {"session_id": "s", "cwd": str(repo), "tool_name": "shell", "tool_use_id": "t1"}
+    holder = subprocess.Popen(
+        [sys.executable, "-c", LOCK_HOLDER, str(repo), str(data_dir)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    try:
+        assert holder.stdout is not None
+        store_root = Path(holder.stdout.readline().decode().strip())
+        assert store_root.is_dir(), f"the lock holder did not start: {holder.stderr.read()!r}"
+        with pytest.raises(filelock.Timeout):
+            filelock.FileLock(str(store_root / "lock"), timeout=0).acquire()
+        holder.kill()  # SIGKILL: no cleanup, no unlock
+        holder.wait(timeout=60)
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
+    assert (store_root / "lock").exists(), "the killed holder's lock file is still there"
+
+    pre = hook(data_dir, {**common, "hook_event_name": "pre_tool_use"})
+    write(repo, "after-kill.txt", "recorded\n")
+    post = hook(data_dir, {**common, "hook_event_name": "post_tool_use"})
+    for name, proc in (("pre", pre), ("post", post)):
+        assert proc.returncode == 0 and not proc.stderr, f"{name}: {proc.stderr!r}"
+    cps = load_state(data_dir)["checkpoints"]
+    assert [[f["path"] for f in cp["files"]] for cp in cps] == [["after-kill.txt"]], (
+        f"the event after a SIGKILLed lock holder must record: {cps}"
+    )
+    assert not log_path(data_dir).exists(), f"failures: {log_path(data_dir).read_text()}"
