@@ -68,7 +68,7 @@ def redo(engine: Engine, session_id: str, *, force: bool = False,
                 cp = state.by_id(cp_id)
                 if cp is not None:
                     _set_undone(state, cp, False)
-        return _report(entry.checkpoints, result, dry_run)
+        return _report(state, entry.checkpoints, result, dry_run)
 
 
 # -- internals ---------------------------------------------------------------
@@ -127,7 +127,7 @@ def _revert(engine: Engine, state: State, session_id: str, targets: list[Checkpo
                                    paths=sorted(restore_from), tree=safety.tree,
                                    after=after.tree))
         sess.last = Mark.of(after, state.next_id)
-    return _report(ids, result, dry_run)
+    return _report(state, ids, result, dry_run)
 
 
 def _rebase_open_spans(engine: Engine, state: State, tree: str, paths: list[str]) -> None:
@@ -202,9 +202,17 @@ def _unscoped(engine: Engine) -> Engine:
     return engine.with_scope("")
 
 
-def _report(ids: list[int], result: RestoreResult, dry_run: bool) -> RestoreReport:
+def _report(state: State, ids: list[int], result: RestoreResult,
+            dry_run: bool) -> RestoreReport:
+    """What was done, naming the skipped files a restore could not bring back."""
+    skipped = sorted({
+        s.path
+        for cp in state.checkpoints
+        if cp.id in ids or cp.parent in ids
+        for s in cp.skipped
+    })
     return RestoreReport(checkpoint=ids, restored=result.restored, removed=result.removed,
-                         dry_run=dry_run)
+                         skipped=skipped, dry_run=dry_run)
 
 
 def list_checkpoints(store: Store, session_id: str | None) -> list[Checkpoint]:

@@ -45,6 +45,7 @@ class RestoreReport(BaseModel):
     checkpoint: list[int]
     restored: list[str]
     removed: list[str]
+    skipped: list[str] = Field(default_factory=list)  # not in the snapshot: left alone
     dry_run: bool = False
 
 

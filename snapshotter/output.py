@@ -85,6 +85,8 @@ def report(verb: str, rep: RestoreReport, as_json: bool) -> None:
         click.echo(f"  restored {path}")
     for path in rep.removed:
         click.echo(f"  removed  {path}")
+    for path in rep.skipped:
+        click.echo(f"  ! left alone {path} (skipped when recorded: not in the snapshot)")
     if not rep.dry_run and verb in ("undid", "reset"):
         click.echo("run `snapshotter redo` to put it back")
 
