@@ -1,0 +1,133 @@
+"""The store's own file formats: packs, in-memory trees, the source-index reader.
+
+Each is checked against git or libgit2 as the oracle, because a wrong byte
+here would make snapshots unreadable long after they were taken.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pygit2
+import pytest
+from conftest import git, make_repo, write
+
+from snapshotter import gitindex, packwriter, treebuild
+from snapshotter.engine import Engine
+from snapshotter.errors import TooManyFiles
+from snapshotter.history import undo_last
+from snapshotter.hooks.command import run as run_hook
+from snapshotter.logfile import log_path
+
+
+def test_written_pack_is_valid_for_git_and_libgit2(tmp_path: Path) -> None:
+    pygit2.init_repository(str(tmp_path / "shadow.git"), bare=True)
+    payloads = [b"", b"one\n", b"\x00\xff binary", b"x" * 70000]
+    payloads += [b"n%d\n" % i for i in range(300)]
+    objects = [(packwriter.object_id(packwriter.BLOB, p), packwriter.BLOB, p) for p in payloads]
+    written = packwriter.write_pack(tmp_path / "shadow.git" / "objects" / "pack", objects + objects)
+    assert written == len(payloads), "duplicates are written once"
+    reopened = pygit2.Repository(str(tmp_path / "shadow.git"))
+    for oid, _kind, data in objects:
+        blob = reopened[pygit2.Oid(raw=oid)]
+        assert isinstance(blob, pygit2.Blob) and blob.data == data, "blob reads back exactly"
+        assert str(pygit2.Oid(raw=oid)) == str(pygit2.hash(data)), "ids match git's"
+    fsck = git(tmp_path, "--git-dir", str(tmp_path / "shadow.git"), "fsck", "--full")
+    assert "error" not in fsck.lower(), f"git fsck accepts the pack: {fsck[:200]}"
+    leftovers = [p.name for p in (tmp_path / "shadow.git/objects/pack").iterdir()
+                 if not p.name.startswith("pack-")]
+    assert leftovers == [], f"no temp files stay behind: {leftovers}"
+
+
+def test_empty_pack_writes_nothing(tmp_path: Path) -> None:
+    pygit2.init_repository(str(tmp_path / "s.git"), bare=True)
+    assert packwriter.write_pack(tmp_path / "s.git/objects/pack", []) == 0
+    assert list((tmp_path / "s.git/objects/pack").iterdir()) == [], "no empty pack files"
+
+
+def test_trees_built_in_memory_equal_libgit2s(tmp_path: Path) -> None:
+    repo = pygit2.init_repository(str(tmp_path / "s.git"), bare=True)
+    blob = repo.create_blob(b"content\n").raw
+    entries = {
+        "a!": (0o100644, blob), "a-b": (0o100644, blob), "a.b": (0o100755, blob),
+        "a/b": (0o100644, blob), "a/c/d/e": (0o120000, blob), "z/é.txt": (0o100644, blob),
+        "b/a/b/a/b": (0o100644, blob),
+    }
+    root, trees = treebuild.build(entries)
+    index = pygit2.Index()
+    for path, (mode, oid) in entries.items():
+        index.add(pygit2.IndexEntry(path, pygit2.Oid(raw=oid), mode))
+    assert str(index.write_tree(repo)) == str(pygit2.Oid(raw=root)), "same root tree id as libgit2"
+    assert len(trees) == 9, f"one tree per directory, got {len(trees)}"
+    assert treebuild.build({})[0].hex() == "4b825dc642cb6eb9a060e54bf8d69288fbee4904", "empty tree"
+
+
+@pytest.mark.parametrize("version", ["2", "3", "4"])
+def test_source_index_reader_matches_libgit2(tmp_path: Path, version: str) -> None:
+    files = {f"d{i % 7}/sub{i % 3}/f{i}.txt": f"{i}\n" for i in range(120)}
+    files["/".join(["long"] + ["n" * 200] * 3) + ".txt"] = "long path\n"
+    files["ünï/çødé.txt"] = "unicode\n"
+    root = make_repo(tmp_path / "r", files)
+    git(root, "update-index", "--index-version", version)
+    if version == "3":
+        git(root, "update-index", "--skip-worktree", "d0/sub0/f0.txt")  # extended flags
+    expected = {e.path: e.mode for e in pygit2.Index(str(root / ".git" / "index"))}
+    parsed = gitindex.parse((root / ".git" / "index").read_bytes())
+    assert parsed == expected, f"index v{version}: paths and modes as libgit2 reads them"
+
+
+def test_source_index_cache_follows_the_index(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
+    cache = tmp_path / "cache"
+    assert set(gitindex.tracked_modes(root / ".git" / "index", cache) or {}) == {"a.txt"}
+    assert cache.exists(), "the parsed index is cached"
+    write(root, "b.txt", "b\n")
+    git(root, "add", "b.txt")
+    assert set(gitindex.tracked_modes(root / ".git" / "index", cache) or {}) == {"a.txt", "b.txt"}
+
+
+def test_bulk_first_capture_equals_git_tree_and_packs(tmp_path: Path, data_dir: Path) -> None:
+    files = {f"pkg{i % 9}/m{i}.py": f"x = {i}\n" * (i % 5 + 1) for i in range(200)}
+    root = make_repo(tmp_path / "r", files)
+    engine = Engine.open(root, data_dir_path=data_dir)
+    assert engine is not None
+    tree = engine.capture().tree
+    assert tree == git(root, "rev-parse", "HEAD^{tree}").strip(), "first capture = git's tree"
+    objects = engine.store.root / "git" / "objects"
+    loose = [p for p in objects.iterdir() if len(p.name) == 2]
+    assert loose == [], f"a bulk capture writes packs, not loose objects: {loose[:3]}"
+    write(root, "pkg0/m0.py", "changed\n")
+    assert engine.capture().tree != tree, "a later edit is seen through the cached index"
+
+
+def test_file_budget_refuses_huge_roots(tmp_path: Path, data_dir: Path) -> None:
+    root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
+    for i in range(30):
+        write(root, f"junk/{i}.txt", "j\n")
+    engine = Engine.open(root, data_dir_path=data_dir, max_files=10)
+    assert engine is not None
+    with pytest.raises(TooManyFiles, match="more than 10 files"):
+        engine.capture()
+    event = {"hook_event_name": "turn_start", "session_id": "s", "cwd": str(root)}
+    code = run_hook(io.BytesIO(json.dumps(event).encode()), data_dir, ["max_files=10"])
+    assert code == 0, "the hook still exits 0"
+    assert "more than 10 files" in log_path(data_dir).read_text(), "and logs why"
+
+
+def test_undo_names_skipped_files(tmp_path: Path, data_dir: Path) -> None:
+    from snapshotter.checkpoints import Recorder
+
+    root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
+    engine = Engine.open(root, data_dir_path=data_dir, max_new_file_size=10)
+    assert engine is not None
+    recorder = Recorder(engine, "s")
+    recorder.turn_start()
+    write(root, "big.bin", b"x" * 100)
+    write(root, "a.txt", "changed\n")
+    cp = recorder.turn_end("normal")
+    assert cp is not None and [s.path for s in cp.skipped] == ["big.bin"], "skip recorded"
+    report = undo_last(engine, "s")
+    assert report.skipped == ["big.bin"], f"undo names what it cannot restore: {report}"
+    assert (root / "big.bin").exists(), "and leaves it alone"
