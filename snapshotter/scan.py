@@ -14,8 +14,16 @@ from collections.abc import Container
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from snapshotter.ignore import IgnoreRules, read_lines
-from snapshotter.worktree import RepoContext, Worktree, global_rules, nested_context, top_context
+from snapshotter.errors import TooManyFiles
+from snapshotter.ignore import IgnoreRules, global_excludes_file, read_lines
+from snapshotter.worktree import (
+    RepoContext,
+    Worktree,
+    config_value,
+    global_rules,
+    nested_context,
+    top_context,
+)
 
 MODE_FILE = 0o100644
 MODE_EXEC = 0o100755
@@ -62,13 +70,20 @@ def scan(
     previous: Container[str],
     max_new_file_size: int,
     excluded: frozenset[str] = frozenset(),
+    index_cache: Path | None = None,
+    max_files: int | None = None,
 ) -> ScanResult:
     """Every path of ``tree.scope`` a snapshot holds.
 
     ``previous`` is what the last capture held (such files are kept whatever
-    their size); ``excluded`` holds absolute paths never to enter (the store).
+    their size); ``excluded`` holds absolute paths never to enter (the store);
+    ``index_cache`` is where the source index's path list may be cached.
+    Past ``max_files`` paths the walk stops with TooManyFiles: a home
+    directory must not hold the agent up for minutes.
     """
     walker = _Walker(tree, previous, max_new_file_size, excluded)
+    walker.index_cache = index_cache
+    walker.max_files = max_files
     start = walker.start_dir()
     if start is not None:
         walker.run(start)
@@ -86,16 +101,18 @@ class _Walker:
         self.excluded = excluded
         self.global_rules = global_rules(tree)
         self.result = ScanResult()
+        self.index_cache: Path | None = None
+        self.max_files: int | None = None
 
     def start_dir(self) -> _Dir | None:
         """The scope's directory, with the rules of every directory above it."""
-        ctx = top_context(self.tree, self.global_rules)
+        ctx = top_context(self.tree, self.global_rules, self.index_cache)
         current = _Dir("", ctx, ctx.rules, False)
         if not self.tree.scope:
             return current
         for part in self.tree.scope.split("/"):
             parent_abs = os.path.join(self.root, current.rel)
-            gitignore = read_lines(os.path.join(parent_abs, ".gitignore"))
+            gitignore = read_lines(os.path.join(parent_abs, ".gitignore"), nofollow=True)
             rules = current.rules.with_gitignore(current.ctx.rel(current.rel), gitignore)
             current = _Dir(current.rel, current.ctx, rules, current.ignored)
             child = self._enter(current, part, os.path.join(parent_abs, part))
@@ -121,7 +138,7 @@ class _Walker:
             return []
         rules = d.rules
         if not d.ignored and any(e.name == ".gitignore" for e in entries):
-            gitignore = read_lines(os.path.join(dir_abs, ".gitignore"))
+            gitignore = read_lines(os.path.join(dir_abs, ".gitignore"), nofollow=True)
             rules = rules.with_gitignore(d.ctx.rel(d.rel), gitignore)
         here = _Dir(d.rel, d.ctx, rules, d.ignored)
         subdirs: list[_Dir] = []
@@ -168,7 +185,12 @@ class _Walker:
         if ignored and not is_gitlink and not tracked.has_under(ctx_rel):
             return None
         if os.path.lexists(os.path.join(path_abs, ".git")):
-            nested = nested_context(Path(path_abs), rel, self.global_rules)
+            # core.excludesFile as the nested repository's own config chain sets it.
+            configured = config_value(Path(path_abs), "core.excludesFile")
+            excludes = read_lines(Path(path_abs) / global_excludes_file(configured))
+            nested = nested_context(
+                Path(path_abs), rel, IgnoreRules.for_repository(None, excludes)
+            )
             return _Dir(rel, nested, nested.rules, False)
         return _Dir(rel, d.ctx, d.rules, ignored and not is_gitlink)
 
@@ -189,6 +211,8 @@ class _Walker:
             )
             return
         self.result.entries[rel] = (mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+        if self.max_files is not None and len(self.result.entries) > self.max_files:
+            raise TooManyFiles(self.max_files)
 
     def _skip(self, rel: str, reason: str) -> None:
         self.result.skipped[rel] = Skip(rel, reason)

@@ -119,7 +119,9 @@ class RepoContext:
 def global_rules(tree: Worktree) -> IgnoreRules:
     """``core.excludesFile``: it applies in every repository, nested ones too."""
     configured = config_value(tree.common_dir, "core.excludesFile")
-    return IgnoreRules.for_repository(None, read_lines(global_excludes_file(configured)))
+    # A relative path is relative to the worktree's top, as git reads it.
+    excludes = read_lines(tree.root / global_excludes_file(configured))
+    return IgnoreRules.for_repository(None, excludes)
 
 
 def top_context(
