@@ -22,7 +22,9 @@ GIT_ENV = {
 
 
 @pytest.fixture(autouse=True)
-def hermetic(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def hermetic(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Path]:
     """A private HOME, git config and data dir for every test.
 
     libgit2 reads its config search path once per process, so it is
