@@ -35,6 +35,8 @@ def hermetic(
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
     monkeypatch.setenv("SNAPSHOTTER_DATA_DIR", str(home / "data"))
+    # No resident hook server outliving a test; test_hook_server.py turns it on.
+    monkeypatch.setenv("SNAPSHOTTER_HOOK_SERVER", "0")
     for key, value in GIT_ENV.items():
         monkeypatch.setenv(key, value)
     levels = (

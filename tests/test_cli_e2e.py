@@ -100,7 +100,8 @@ def test_hook_list_undo_redo_reset_through_the_console_script(repo: Path) -> Non
     undo = run("undo", "-C", repo, "--json")
     assert undo.code == 0, f"undo failed: {undo.err}"
     assert json.loads(undo.out) == {"checkpoint": [1], "restored": ["src/app.py"],
-                                    "removed": ["src/new.py"], "dry_run": False}, undo.out
+                                    "removed": ["src/new.py"], "skipped": [],
+                                    "dry_run": False}, undo.out
     assert (repo / "src/app.py").read_text() == "print('hi')\n", "undo restored the file"
     assert not (repo / "src/new.py").exists(), "undo removed the added file"
     assert listed(repo)[0]["undone"] is True, "list shows the undone mark"

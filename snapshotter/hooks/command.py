@@ -12,19 +12,49 @@ import sys
 from pathlib import Path
 from typing import BinaryIO
 
+from snapshotter.hooks import client
+
 MAX_INPUT_BYTES = 64 * 1024 * 1024
 
 
 def run(stdin: BinaryIO, data_dir: Path, args: list[str]) -> int:
-    from snapshotter.logfile import append
+    """Handle one event, through the resident server when one can be used."""
+    raw = stdin.read(MAX_INPUT_BYTES + 1)
+    error = _via_server(raw, data_dir, args) if client.enabled() else None
+    if error is _NOT_SERVED:
+        error = run_request(raw, data_dir, args)
+    if error:
+        print(error, file=sys.stderr)
+    return 0
 
+
+_NOT_SERVED = "\0not served"
+
+
+def _via_server(raw: bytes, data_dir: Path, args: list[str]) -> str | None:
+    path = client.socket_path(data_dir)
+    if path is None:
+        return _NOT_SERVED
     try:
-        _handle(stdin.read(MAX_INPUT_BYTES + 1), data_dir, args)
+        return client.send(path, data_dir, args, raw)
+    except (ConnectionRefusedError, FileNotFoundError):
+        client.start(path)  # for the next event; this one is handled here
+    except OSError:
+        pass  # busy or gone mid-request: handling it here is safe (events are idempotent)
+    return _NOT_SERVED
+
+
+def run_request(raw: bytes, data_dir: Path, args: list[str]) -> str | None:
+    """Handle one event in this process; the error (already logged), or None."""
+    try:
+        _handle(raw, data_dir, args)
     except Exception as exc:  # the agent must never be blocked by us
+        from snapshotter.logfile import append
+
         message = f"snapshotter hook: {type(exc).__name__}: {exc}"
         append(data_dir, message)
-        print(message, file=sys.stderr)
-    return 0
+        return message
+    return None
 
 
 def _handle(raw: bytes, data_dir: Path, args: list[str]) -> None:

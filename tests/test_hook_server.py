@@ -1,0 +1,78 @@
+"""The resident hook server: same results as in-process, and never required."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import make_repo, write
+
+from snapshotter.engine import Engine
+from snapshotter.history import list_checkpoints
+from snapshotter.hooks import client
+
+
+def hook(data_dir: Path, event: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), "hook"],
+        input=json.dumps(event).encode(), capture_output=True, timeout=60, check=False,
+    )
+
+
+@pytest.fixture
+def server_on(monkeypatch: pytest.MonkeyPatch, data_dir: Path):  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("SNAPSHOTTER_HOOK_SERVER", "1")
+    path = client.socket_path(data_dir)
+    assert path is not None, "a private socket directory is available"
+    yield path
+    with contextlib.suppress(OSError):
+        client.stop(path)
+
+
+def test_first_hook_starts_a_server_that_later_hooks_use(
+    tmp_path: Path, data_dir: Path, server_on: Path
+) -> None:
+    root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
+    base = {"session_id": "s", "cwd": str(root)}
+    first = hook(data_dir, {**base, "hook_event_name": "turn_start"})
+    assert first.returncode == 0 and not first.stderr, first.stderr
+    deadline = time.monotonic() + 30
+    while not server_on.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert server_on.exists(), "the first hook started a server in the background"
+    write(root, "a.txt", "changed\n")
+    # This event goes through the server (a direct client call proves it answers) ...
+    event = json.dumps({**base, "hook_event_name": "turn_end", "reason": "normal"}).encode()
+    assert client.send(server_on, data_dir, [], event) is None, "the server handled turn_end"
+    # ... and a real hook process on a served socket still works end to end.
+    assert hook(data_dir, {**base, "hook_event_name": "turn_start"}).returncode == 0
+    write(root, "b.txt", "new\n")
+    assert hook(data_dir, {**base, "hook_event_name": "turn_end"}).returncode == 0
+    engine = Engine.open(root, data_dir_path=data_dir, create=False)
+    assert engine is not None
+    files = [[f.path for f in cp.files] for cp in list_checkpoints(engine.store, "s")]
+    assert files == [["a.txt"], ["b.txt"]], f"both turns recorded once each: {files}"
+    bad = client.send(server_on, data_dir, [], b"not json")
+    assert bad is not None and "not JSON" in bad, "errors come back to the client to print"
+
+
+def test_stale_socket_falls_back_to_in_process(
+    tmp_path: Path, data_dir: Path, server_on: Path
+) -> None:
+    root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
+    server_on.parent.mkdir(parents=True, exist_ok=True)
+    server_on.write_text("")  # a dead socket file: connecting is refused
+    base = {"session_id": "s", "cwd": str(root)}
+    assert hook(data_dir, {**base, "hook_event_name": "turn_start"}).returncode == 0
+    write(root, "a.txt", "changed\n")
+    done = hook(data_dir, {**base, "hook_event_name": "turn_end"})
+    assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr
+    engine = Engine.open(root, data_dir_path=data_dir, create=False)
+    assert engine is not None and len(list_checkpoints(engine.store, "s")) == 1, (
+        "events were recorded even though no server answered"
+    )
