@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -138,11 +139,29 @@ def _repack(store: Store, state: State, report: GcReport, loose: list[Path]) -> 
 
 
 def _pack_loose(store: Store, report: GcReport, loose: list[Path]) -> None:
-    """The quick gc: loose objects (live or not) into one new pack; older packs stay."""
+    """The quick gc: loose objects (live or not) into one new pack; older packs stay.
+
+    Written by ``packwriter`` (no delta search, fast zlib): libgit2's pack
+    builder spends seconds on deltas, too long for session_end; the next full
+    gc recompresses with deltas anyway.
+    """
+    import pygit2
+
+    from snapshotter import packwriter
+
     objects = store.root / "git" / "objects"
-    report.objects_kept, _names = _write_pack(
-        store, {p.parent.name + p.name for p in loose}, recursive=False
-    )
+    odb = store.repo.odb
+
+    def read() -> Iterator[tuple[bytes, int, bytes]]:
+        for path in sorted(loose):
+            oid = path.parent.name + path.name
+            kind, data = odb.read(oid)
+            yield bytes.fromhex(oid), int(kind), data
+
+    try:
+        report.objects_kept = packwriter.write_pack(objects / "pack", read())
+    except (pygit2.GitError, KeyError, ValueError) as exc:
+        raise StoreError(f"gc stopped, nothing deleted: {exc}") from exc
     for path in loose:
         path.unlink(missing_ok=True)
     for sub in {p.parent for p in loose}:
@@ -161,10 +180,8 @@ def _live_trees(store: Store, state: State) -> set[str]:
     return trees
 
 
-def _write_pack(store: Store, trees: set[str], recursive: bool = True) -> tuple[int, set[str]]:
+def _write_pack(store: Store, trees: set[str]) -> tuple[int, set[str]]:
     """Pack every live object; returns the count and the new pack's file names.
-
-    With ``recursive`` off, ``trees`` are any object ids, packed on their own.
 
     The pack is built in a scratch directory and moved in (``.pack`` before
     ``.idx``, which is what makes it visible), so a pack identical to an old
@@ -180,9 +197,8 @@ def _write_pack(store: Store, trees: set[str], recursive: bool = True) -> tuple[
     scratch.mkdir(parents=True)
     builder = pygit2.PackBuilder(store.repo)
     try:
-        add = builder.add_recur if recursive else builder.add
         for tree in sorted(trees):
-            add(pygit2.Oid(hex=tree))
+            builder.add_recur(pygit2.Oid(hex=tree))
         builder.write(str(scratch))
     except (pygit2.GitError, KeyError, ValueError) as exc:
         shutil.rmtree(scratch, ignore_errors=True)
