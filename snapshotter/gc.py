@@ -21,6 +21,7 @@ from pathlib import Path
 from snapshotter import manifest as manifest_io
 from snapshotter.engine import Engine
 from snapshotter.errors import StoreError
+from snapshotter.packwriter import clean_pack_dir
 from snapshotter.retention import (
     Dropped,
     Policy,
@@ -125,9 +126,12 @@ def _repack(store: Store, state: State, report: GcReport, loose: list[Path]) -> 
     old_packs = [p for p in (objects / "pack").glob("pack-*") if _PACK_FILE.match(p.name)]
     report.live_trees = len(trees)
     report.objects_kept, new_names = _write_pack(store, trees)
-    for path in sorted(old_packs, key=lambda p: not p.name.endswith(".idx")):
+    # One pack at a time, .idx before .pack: a kill leaves at most one lone
+    # .pack, which is invisible to readers and cleaned on the next open.
+    by_pack = sorted(old_packs, key=lambda p: (p.name.rpartition(".")[0], p.suffix != ".idx"))
+    for path in by_pack:
         if path.name not in new_names:
-            path.unlink(missing_ok=True)  # .idx first: a lone .pack is an orphan we clean
+            path.unlink(missing_ok=True)
     for path in loose:
         path.unlink(missing_ok=True)
     for sub in objects.iterdir():
@@ -236,17 +240,7 @@ def _loose_objects(objects: Path) -> list[Path]:
 
 def remove_orphans(objects: Path) -> int:
     """Temp files of killed writes and packs without an index: never valid, never needed."""
-    removed = 0
-    pack_dir = objects / "pack"
-    if pack_dir.is_dir():
-        shutil.rmtree(pack_dir / SCRATCH, ignore_errors=True)
-        names = set(os.listdir(pack_dir))
-        for name in names:
-            stem, _, ext = name.rpartition(".")
-            orphan = not _PACK_FILE.match(name) or (ext == "pack" and f"{stem}.idx" not in names)
-            if orphan and not name.endswith(".keep"):
-                (pack_dir / name).unlink(missing_ok=True)
-                removed += 1
+    removed = clean_pack_dir(objects / "pack")
     for sub in objects.iterdir() if objects.is_dir() else []:
         if _LOOSE_DIR.match(sub.name):
             for p in sub.iterdir():

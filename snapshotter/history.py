@@ -13,7 +13,7 @@ from collections import defaultdict
 from snapshotter.engine import Engine
 from snapshotter.errors import Conflict, NotFound, NothingToDo
 from snapshotter.models import Checkpoint, RestoreReport
-from snapshotter.restore import RestoreResult
+from snapshotter.restore import RestoreResult, check_path, occupied
 from snapshotter.state import Mark, RedoEntry, State, editing, load
 from snapshotter.store import Store
 
@@ -58,6 +58,7 @@ def redo(engine: Engine, session_id: str, *, force: bool = False,
         entry = sess.redo[-1]
         current = _unscoped(engine).capture()
         changed = _differing(engine, current.tree, entry.after, entry.paths)
+        changed = sorted({*changed, *_uncaptured(engine, current.tree, entry.paths)})
         if changed and not force:
             raise Conflict(changed)
         result = _apply(engine, {entry.tree: entry.paths}, dry_run)
@@ -112,6 +113,7 @@ def _revert(engine: Engine, state: State, session_id: str, targets: list[Checkpo
         p for tree, paths in _group(expected).items()
         for p in _differing(engine, safety.tree, tree, paths)
     ]
+    changed = sorted({*changed, *_uncaptured(engine, safety.tree, list(restore_from))})
     if changed and not force:
         raise Conflict(changed)
     groups = _group(restore_from)
@@ -186,7 +188,16 @@ def _differing(engine: Engine, tree_a: str, tree_b: str, paths: list[str]) -> li
     return [p for p in paths if engine.entry(tree_a, p) != engine.entry(tree_b, p)]
 
 
+def _uncaptured(engine: Engine, tree: str, paths: list[str]) -> list[str]:
+    """Paths where a file sits that ``tree`` (the safety capture) lacks: too large,
+    unreadable or replaced mid-capture. Writing over it could never be redone."""
+    return [p for p in paths if engine.entry(tree, p) is None and occupied(engine.root, p)]
+
+
 def _apply(engine: Engine, groups: dict[str, list[str]], dry_run: bool) -> RestoreResult:
+    for paths in groups.values():  # one unsafe path rejects it all before any write
+        for path in paths:
+            check_path(path)
     total = RestoreResult()
     for tree, paths in groups.items():
         done = engine.plan_restore(tree, paths) if dry_run else engine.restore(tree, paths)

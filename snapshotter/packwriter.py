@@ -78,6 +78,33 @@ def write_pack(pack_dir: Path, objects: Iterable[tuple[bytes, int, bytes]]) -> i
                 os.unlink(tmp.with_suffix(suffix))
 
 
+def clean_pack_dir(pack_dir: Path) -> int:
+    """Remove what killed pack writes leave: temp files, scratch dirs, packs without index.
+
+    Only safe under the store lock (nobody is writing a pack then).
+    """
+    import re
+    import shutil
+
+    if not pack_dir.is_dir():
+        return 0
+    pack_file = re.compile(r"^pack-[0-9a-f]{40}\.(pack|idx|rev|keep)$")
+    removed = 0
+    names = set(os.listdir(pack_dir))
+    for name in names:
+        path = pack_dir / name
+        stem, _, ext = name.rpartition(".")
+        orphan = not pack_file.match(name) or (ext == "pack" and f"{stem}.idx" not in names)
+        if not orphan:
+            continue
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+        removed += 1
+    return removed
+
+
 def _index(entries: list[tuple[bytes, int, int]], pack_sum: bytes) -> bytes:
     entries = sorted(entries)
     fanout = [0] * 256

@@ -103,6 +103,15 @@ def _parents_are_dirs(root: Path, rel: str) -> bool:
     return True
 
 
+def occupied(root: Path, rel: str) -> bool:
+    """Whether a file or link (not a directory) is at ``rel``, through real directories."""
+    try:
+        st = _lstat(root / rel) if _parents_are_dirs(root, rel) else None
+    except OSError:
+        return False
+    return st is not None and not stat.S_ISDIR(st.st_mode)
+
+
 def _remove(root: Path, rel: str) -> bool:
     if not _parents_are_dirs(root, rel):
         return False  # nothing of ours there (or only reachable through a symlink)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
+import stat
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -19,7 +21,7 @@ from typing import TYPE_CHECKING
 from snapshotter import manifest as manifest_io
 from snapshotter import packwriter, treebuild
 from snapshotter.errors import CaptureFailed, StoreError
-from snapshotter.fileio import remove_temp_files
+from snapshotter.fileio import TEMP_PREFIX, remove_temp_files
 from snapshotter.scan import MODE_LINK, Skip, Stat, scan
 from snapshotter.worktree import Worktree
 
@@ -35,6 +37,8 @@ LOCK_TIMEOUT_S = 30.0
 # From this many files to hash, one pack beats one loose object per file.
 BULK_MIN_FILES = 64
 BULK_MAX_FILE_BYTES = 32 * 1024 * 1024
+# restore.py's temp file next to its target (prefix + 12 hex digits).
+RESTORE_TEMP = re.compile(rf"(?:^|/){re.escape(TEMP_PREFIX)}[0-9a-f]{{12}}$")
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 
@@ -121,6 +125,7 @@ class Store:
         with contextlib.suppress(OSError):
             os.unlink(self.root / "index.lock")
         remove_temp_files(self.root)
+        packwriter.clean_pack_dir(self.root / "git" / "objects" / "pack")
 
     # -- capture ---------------------------------------------------------
 
@@ -145,6 +150,12 @@ class Store:
         result = scan(self.worktree, previous=old.entries, max_new_file_size=limit,
                       excluded=excluded, index_cache=self.root / "source-index.cache",
                       max_files=max_files)
+        for rel in [r for r in result.entries if TEMP_PREFIX in r and RESTORE_TEMP.search(r)]:
+            # A restore killed between writing its temp file and the rename: never
+            # the user's, and stale (restores hold this lock), so it goes.
+            del result.entries[rel]
+            with contextlib.suppress(OSError):
+                os.unlink(self.worktree.root / rel)
         entries: dict[str, manifest_io.Entry] = {}
         changed: dict[str, manifest_io.Entry] = {}
         stale = []
@@ -190,7 +201,12 @@ class Store:
                 if st[0] == MODE_LINK or st[1] > BULK_MAX_FILE_BYTES:
                     continue  # links and big files take the one-by-one path
                 try:
-                    with open(self.worktree.root / rel, "rb") as f:
+                    # Non-blocking: a FIFO put there since the walk must not hang us.
+                    fd = os.open(self.worktree.root / rel,
+                                 os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+                    with open(fd, "rb") as f:
+                        if not stat.S_ISREG(os.fstat(fd).st_mode):
+                            continue  # replaced since the walk: the one-by-one path skips it
                         data = f.read()
                 except OSError:
                     continue  # the one-by-one path records why
@@ -210,6 +226,12 @@ class Store:
 
         path = str(self.worktree.root / rel)
         try:
+            kind = stat.S_IFMT(os.lstat(path).st_mode)
+            if kind != (stat.S_IFLNK if mode == MODE_LINK else stat.S_IFREG):
+                # Replaced since the walk (by a directory, a link, or a FIFO whose
+                # read would block forever): the next capture sees what it became.
+                skipped[rel] = Skip(rel, "changed while capturing")
+                return None
             if mode == MODE_LINK:
                 return self.repo.create_blob(os.fsencode(os.readlink(path))).raw
             return self.repo.create_blob_fromdisk(path).raw

@@ -20,7 +20,7 @@ MAX_INPUT_BYTES = 64 * 1024 * 1024
 def run(stdin: BinaryIO, data_dir: Path, args: list[str]) -> int:
     """Handle one event, through the resident server when one can be used."""
     raw = stdin.read(MAX_INPUT_BYTES + 1)
-    error = _via_server(raw, data_dir, args) if client.enabled() else None
+    error = _via_server(raw, data_dir, args) if client.enabled() else _NOT_SERVED
     if error is _NOT_SERVED:
         error = run_request(raw, data_dir, args)
     if error:
