@@ -33,13 +33,27 @@ def run_demo(keep: bool = False) -> None:
         for args in (["list"], ["diff", "--stat"], ["diff"], ["undo"], ["list"], ["redo"],
                      ["show", "3"]):
             _run(data, repo, args)
-        click.secho("# src/config.py is back after undo, gone again after redo: "
-                    f"{(repo / 'src' / 'config.py').exists() is False}", bold=True)
+        gone = not (repo / "src" / "config.py").exists()
+        click.secho(f"# after redo, src/config.py is deleted again as the agent left it: {gone}",
+                    bold=True)
     finally:
+        _stop_hook_server(data)
         if keep:
             click.echo(f"kept {base}")
         else:
             shutil.rmtree(base, ignore_errors=True)
+
+
+def _stop_hook_server(data: Path) -> None:
+    """The demo's data dir is thrown away, so its hook server goes too."""
+    import contextlib
+
+    from snapshotter.hooks import client
+
+    path = client.socket_path(data)
+    if path is not None and path.exists():
+        with contextlib.suppress(OSError):
+            client.stop(path)
 
 
 def _cmd(data: Path) -> list[str]:

@@ -33,8 +33,9 @@ def _when(cp: Checkpoint) -> str:
 def _line(cp: Checkpoint, indent: str) -> str:
     undone = "  (undone)" if cp.undone else ""
     skipped = f"  ! {len(cp.skipped)} skipped" if cp.skipped else ""
+    kind = f"{indent}{cp.kind}"
     return (
-        f"{cp.id:>5}  {_when(cp)}  {indent}{cp.kind:<4}  {cp.label[:24]:<24}  "
+        f"{cp.id:>5}  {_when(cp)}  {kind:<6}  {cp.label[:24]:<24}  "
         f"{counts(cp)}{skipped}{undone}"
     )
 
