@@ -130,7 +130,7 @@ class _Walker:
         dir_abs = os.path.join(self.root, d.rel) if d.rel else self.root
         try:
             with os.scandir(dir_abs) as it:
-                entries = sorted(it, key=lambda e: e.name)
+                entries = list(it)  # order does not matter: trees are sorted later
         except FileNotFoundError:
             return []
         except OSError as exc:
@@ -151,14 +151,17 @@ class _Walker:
         return subdirs
 
     def _entry(self, d: _Dir, entry: os.DirEntry[str]) -> _Dir | None:
-        rel = f"{d.rel}/{entry.name}" if d.rel else entry.name
-        try:
-            rel.encode("utf-8")
-        except UnicodeEncodeError:
-            # Reported with \xNN escapes: a lone surrogate cannot go into JSON records.
-            shown = os.fsencode(rel).decode("utf-8", "backslashreplace")
-            self._skip(shown, "file name is not valid UTF-8")
-            return None
+        # The hot loop of every capture: one call per path, so kept lean.
+        name = entry.name
+        rel = f"{d.rel}/{name}" if d.rel else name
+        if not name.isascii():
+            try:
+                rel.encode("utf-8")
+            except UnicodeEncodeError:
+                # Reported with \xNN escapes: a lone surrogate cannot go into JSON records.
+                shown = os.fsencode(rel).decode("utf-8", "backslashreplace")
+                self._skip(shown, "file name is not valid UTF-8")
+                return None
         try:
             st = entry.stat(follow_symlinks=False)
         except FileNotFoundError:
@@ -167,16 +170,19 @@ class _Walker:
             self._skip(rel, f"unreadable: {exc.strerror}")
             return None
         if stat.S_ISDIR(st.st_mode):
-            return self._enter(d, entry.name, entry.path)
+            return self._enter(d, name, entry.path, known_dir=True)
         self._file(d, rel, st)
         return None
 
-    def _enter(self, d: _Dir, name: str, path_abs: str) -> _Dir | None:
-        """The child directory to walk, or None when git would not look inside."""
+    def _enter(self, d: _Dir, name: str, path_abs: str, known_dir: bool = False) -> _Dir | None:
+        """The child directory to walk, or None when git would not look inside.
+
+        ``known_dir``: an lstat already showed a real directory (not a link).
+        """
         rel = f"{d.rel}/{name}" if d.rel else name
-        if name == ".git" or path_abs in self.excluded or not os.path.isdir(path_abs):
+        if name == ".git" or path_abs in self.excluded:
             return None
-        if os.path.islink(path_abs):
+        if not known_dir and (not os.path.isdir(path_abs) or os.path.islink(path_abs)):
             return None
         ctx_rel = d.ctx.rel(rel)
         tracked = d.ctx.tracked
@@ -195,11 +201,16 @@ class _Walker:
         return _Dir(rel, d.ctx, d.rules, ignored and not is_gitlink)
 
     def _file(self, d: _Dir, rel: str, st: os.stat_result) -> None:
-        ctx_rel = d.ctx.rel(rel)
+        ctx_rel = d.ctx.rel(rel) if d.ctx.prefix else rel
         tracked = ctx_rel in d.ctx.tracked.modes
         if not tracked and (d.ignored or d.rules.is_ignored(ctx_rel, False)):
             return
-        mode = git_mode(st.st_mode)
+        st_mode = st.st_mode
+        mode: int | None
+        if stat.S_ISREG(st_mode):
+            mode = MODE_EXEC if st_mode & stat.S_IXUSR else MODE_FILE
+        else:
+            mode = MODE_LINK if stat.S_ISLNK(st_mode) else None
         if mode is None:
             self._skip(rel, "not a regular file or symlink")
             return
