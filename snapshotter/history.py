@@ -14,8 +14,8 @@ from snapshotter.engine import Engine
 from snapshotter.errors import Conflict, NotFound, NothingToDo
 from snapshotter.models import Checkpoint, RestoreReport
 from snapshotter.restore import RestoreResult, check_path, occupied
-from snapshotter.state import Mark, RedoEntry, State, editing, load
-from snapshotter.store import Store
+from snapshotter.state import Mark, RedoEntry, State, editing, load, save
+from snapshotter.store import Capture, Store
 
 
 def default_session(store: Store) -> str | None:
@@ -117,18 +117,32 @@ def _revert(engine: Engine, state: State, session_id: str, targets: list[Checkpo
     if changed and not force:
         raise Conflict(changed)
     groups = _group(restore_from)
-    result = _apply(engine, groups, dry_run)
     ids = [cp.id for cp in targets]
-    if not dry_run:
+    if dry_run:
+        return _report(state, ids, _apply(engine, groups, dry_run), dry_run)
+    try:
+        result = _apply(engine, groups, dry_run)
+    except BaseException:
+        # Some files may already be written: keep the way back (redo) anyway.
         after = unscoped.capture()
-        for cp in targets:
-            _set_undone(state, cp, True)
-        _rebase_open_spans(engine, state, after.tree, sorted(restore_from))
-        sess = state.session(session_id)
-        sess.redo.append(RedoEntry(op="undo" if op == "undo" else "reset", checkpoints=ids,
-                                   paths=sorted(restore_from), tree=safety.tree,
-                                   after=after.tree))
-        sess.last = Mark.of(after, state.next_id)
+        state.session(session_id).redo.append(RedoEntry(
+            op="undo" if op == "undo" else "reset", checkpoints=[], paths=sorted(restore_from),
+            tree=safety.tree, after=after.tree))
+        save(engine.store, state)  # the failure leaves the transaction: keep this much
+        raise
+    # What the worktree now is, without a second scan: the safety capture with
+    # the restored paths as their checkpoint trees have them.
+    after_tree = safety.tree
+    for tree, paths in groups.items():
+        after_tree = _with_paths_from(engine, after_tree, tree, paths)
+    after = Capture(after_tree, safety.skipped)
+    for cp in targets:
+        _set_undone(state, cp, True)
+    _rebase_open_spans(engine, state, after.tree, sorted(restore_from))
+    sess = state.session(session_id)
+    sess.redo.append(RedoEntry(op="undo" if op == "undo" else "reset", checkpoints=ids,
+                               paths=sorted(restore_from), tree=safety.tree, after=after.tree))
+    sess.last = Mark.of(after, state.next_id)
     return _report(state, ids, result, dry_run)
 
 
