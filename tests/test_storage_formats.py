@@ -102,7 +102,7 @@ def test_bulk_first_capture_equals_git_tree_and_packs(tmp_path: Path, data_dir: 
     assert engine.capture().tree != tree, "a later edit is seen through the cached index"
 
 
-def test_file_budget_refuses_huge_roots(tmp_path: Path, data_dir: Path) -> None:
+def test_10_huge_root_is_refused_with_a_clear_message(tmp_path: Path, data_dir: Path) -> None:
     root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
     for i in range(30):
         write(root, f"junk/{i}.txt", "j\n")
