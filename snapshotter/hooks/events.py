@@ -18,6 +18,9 @@ POST_TOOL_USE = "post_tool_use"
 SESSION_END = "session_end"
 PERMISSION_REQUEST = "permission_request"
 
+MAX_ID_CHARS = 1024  # session and tool ids, tool names: longer is a bad input
+MAX_REASON_CHARS = 200
+
 SNAPSHOT_EVENTS = (SESSION_START, TURN_START, TURN_END, PRE_TOOL_USE, POST_TOOL_USE, SESSION_END)
 TOOL_EVENTS = (PRE_TOOL_USE, POST_TOOL_USE, PERMISSION_REQUEST)
 
@@ -78,6 +81,20 @@ class HookInput(BaseModel):
         # JSON may carry "\ud800"; the persisted state would store it as U+FFFD,
         # so the next event of the same session or tool would no longer match.
         return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+    @field_validator("session_id", "tool_use_id", "tool_name")
+    @classmethod
+    def _bounded(cls, value: str) -> str:
+        # Kept in the store's state, which every later event loads and saves:
+        # a megabyte-long id would slow down every hook of that worktree for good.
+        if len(value) > MAX_ID_CHARS:
+            raise ValueError(f"longer than {MAX_ID_CHARS} characters")
+        return value
+
+    @field_validator("reason")
+    @classmethod
+    def _short_reason(cls, value: str) -> str:
+        return value[:MAX_REASON_CHARS]  # a checkpoint label, kept in the state
 
     @field_validator("hook_event_name")
     @classmethod
