@@ -81,8 +81,12 @@ class Store:
             except OSError as exc:
                 raise StoreError(f"cannot create the store in {root}: {exc.strerror}") from exc
         store = cls(root, worktree)
-        with store.locked():
-            store._init_repo()
+        try:
+            with store.locked():
+                store._init_repo()
+        except OSError as exc:  # read-only data dir, lock timeout (filelock's is an OSError)
+            why = exc.strerror or str(exc)
+            raise StoreError(f"cannot lock the store {root}: {why}") from exc
         return store
 
     @property

@@ -39,7 +39,10 @@ def socket_path(data_dir: Path) -> Path | None:
         return None
     if st.st_uid != os.getuid() or st.st_mode & 0o077:
         return None  # someone else's or shared: do not trust it
-    return folder / f"{name}.sock"
+    path = folder / f"{name}.sock"
+    if len(os.fsencode(path)) > 100:
+        return None  # beyond what a Unix socket address holds (108 bytes on Linux)
+    return path
 
 
 def send(path: Path, data_dir: Path, args: list[str], body: bytes) -> str | None:

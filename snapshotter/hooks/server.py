@@ -49,6 +49,8 @@ def serve(sock_path: Path) -> None:
     finally:
         with contextlib.suppress(OSError):
             os.unlink(sock_path)
+        with contextlib.suppress(OSError):
+            os.unlink(f"{sock_path}.lock")  # leave nothing behind in the runtime dir
 
 
 def _warm_up() -> None:
