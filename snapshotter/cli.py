@@ -7,6 +7,7 @@ in ``main``, and nowhere else.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -63,6 +64,16 @@ force_option = click.option("--force", is_flag=True,
                             help="Overwrite files changed since the checkpoint (redo undoes this).")
 size_option = click.option("--max-new-file-size", "max_size", metavar="SIZE",
                            help="Skip new untracked files larger than SIZE (default 2MiB).")
+
+
+def restore_options(fn: Callable[..., None]) -> Callable[..., None]:
+    """The options undo, redo and reset share (SPEC §7)."""
+    for option in (pass_ctx, json_option, force_option, dry_run_option, session_option,
+                   dir_option):
+        fn = option(fn)
+    return fn
+
+
 max_files_option = click.option("--max-files", type=int, default=200_000, show_default=True,
                                 help="Refuse worktrees with more files than this.")
 
@@ -194,12 +205,7 @@ def diff(c: Ctx, checkpoint_id: int | None, directory: str, stat: bool) -> None:
 
 
 @cli.command()
-@dir_option
-@session_option
-@dry_run_option
-@force_option
-@json_option
-@pass_ctx
+@restore_options
 def undo(c: Ctx, directory: str, session_id: str | None, dry_run: bool, force: bool,
          as_json: bool) -> None:
     """Revert the newest checkpoint (a turn with its tools). Undoable with redo."""
@@ -211,12 +217,7 @@ def undo(c: Ctx, directory: str, session_id: str | None, dry_run: bool, force: b
 
 
 @cli.command()
-@dir_option
-@session_option
-@dry_run_option
-@force_option
-@json_option
-@pass_ctx
+@restore_options
 def redo(c: Ctx, directory: str, session_id: str | None, dry_run: bool, force: bool,
          as_json: bool) -> None:
     """Re-apply what the last undo or reset reverted, exactly."""
@@ -230,12 +231,7 @@ def redo(c: Ctx, directory: str, session_id: str | None, dry_run: bool, force: b
 @cli.command()
 @click.argument("checkpoint_id", type=int, required=False, metavar="ID")
 @click.option("--original", is_flag=True, help="Revert all of the session's checkpoints.")
-@dir_option
-@session_option
-@dry_run_option
-@force_option
-@json_option
-@pass_ctx
+@restore_options
 def reset(c: Ctx, checkpoint_id: int | None, original: bool, directory: str,
           session_id: str | None, dry_run: bool, force: bool, as_json: bool) -> None:
     """Revert every checkpoint after ID, or all of them with --original."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -90,13 +91,22 @@ def make_repo(root: Path, files: dict[str, str | bytes] | None = None, commit: b
     return root
 
 
+REPO_FILES: dict[str, str | bytes] = {
+    "README.md": "# demo\n",
+    "src/app.py": "print('hi')\n",
+    "src/util.py": "X = 1\n",
+}
+
+
 @pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    """A small committed repository: the usual starting point."""
-    return make_repo(
-        tmp_path / "repo",
-        {"README.md": "# demo\n", "src/app.py": "print('hi')\n", "src/util.py": "X = 1\n"},
-    )
+def repo(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small committed repository: built with git once per run, copied per test."""
+    template = tmp_path_factory.getbasetemp() / "repo-template"
+    if not template.exists():
+        make_repo(template, REPO_FILES)
+    root = tmp_path / "repo"
+    shutil.copytree(template, root, symlinks=True)
+    return root
 
 
 def snapshot_dir_bytes(path: Path) -> dict[str, bytes]:

@@ -20,23 +20,6 @@ MODE_EXEC = 0o100755
 MODE_LINK = 0o120000
 
 
-@pytest.fixture
-def repo(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """conftest's ``repo``, built with git once per session and copied per test (for speed)."""
-    template = tmp_path_factory.getbasetemp() / f"repo-template-{__name__}"
-    if not template.exists():
-        make_repo(template, REPO_FILES)
-    root = tmp_path / "repo"
-    shutil.copytree(template, root, symlinks=True)
-    return root
-
-
-REPO_FILES: dict[str, str | bytes] = {
-    "README.md": "# demo\n",
-    "src/app.py": "print('hi')\n",
-    "src/util.py": "X = 1\n",
-}
-
 
 def open_engine(directory: Path, data_dir: Path, **kwargs: int) -> Engine:
     engine = Engine.open(directory, data_dir_path=data_dir, **kwargs)

@@ -4,32 +4,12 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from pathlib import Path
 
-import pytest
-from conftest import make_repo, write
+from conftest import write
 
 from snapshotter.engine import Engine
 from snapshotter.store import EMPTY_TREE
-
-
-@pytest.fixture
-def repo(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """conftest's ``repo``, built with git once per session and copied per test (for speed)."""
-    template = tmp_path_factory.getbasetemp() / f"repo-template-{__name__}"
-    if not template.exists():
-        make_repo(template, REPO_FILES)
-    root = tmp_path / "repo"
-    shutil.copytree(template, root, symlinks=True)
-    return root
-
-
-REPO_FILES: dict[str, str | bytes] = {
-    "README.md": "# demo\n",
-    "src/app.py": "print('hi')\n",
-    "src/util.py": "X = 1\n",
-}
 
 
 def open_engine(directory: Path, data_dir: Path) -> Engine:
