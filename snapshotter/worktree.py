@@ -18,9 +18,6 @@ class Worktree:
     common_dir: Path  # where info/exclude and config live
     scope: str  # "" or a "/"-separated subdirectory the caller is limited to
 
-    def abspath(self, rel: str) -> Path:
-        return self.root / rel if rel else self.root
-
     def in_scope(self, rel: str) -> bool:
         return not self.scope or rel == self.scope or rel.startswith(self.scope + "/")
 
