@@ -10,6 +10,7 @@ import dataclasses
 import os
 from collections.abc import Collection, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from snapshotter import changes as changes_mod
 from snapshotter import restore as restore_mod
@@ -18,6 +19,9 @@ from snapshotter.errors import SnapshotterError
 from snapshotter.models import FileChange
 from snapshotter.store import Capture, Store, stores_dir
 from snapshotter.worktree import Worktree, find_worktree
+
+if TYPE_CHECKING:
+    from snapshotter.gc import GcReport
 
 
 class Engine:
@@ -92,6 +96,12 @@ class Engine:
 
     def plan_restore(self, tree: str, paths: Iterable[str]) -> restore_mod.RestoreResult:
         return restore_mod.plan(self.store, tree, paths)
+
+    def gc(self, *, dry_run: bool = False, budget_s: float | None = None) -> GcReport:
+        """Apply retention and compact the store (see ``gc.py``)."""
+        from snapshotter.gc import collect_store
+
+        return collect_store(self.store, dry_run=dry_run, budget_s=budget_s)
 
     def entry(self, tree: str, rel: str) -> tuple[int, bytes] | None:
         return self.store.entry(tree, rel)
