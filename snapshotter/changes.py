@@ -61,9 +61,15 @@ def diff_stat(
         total_add += adds
         total_del += dels
         lines.append(f" {path} | {adds + dels} {'+' * min(adds, 40)}{'-' * min(dels, 40)}")
-    summary = f"{total_add} insertions(+), {total_del} deletions(-)"
-    lines.append(f" {len(lines)} files changed, {summary}")
+    lines.append(
+        f" {_count(len(lines), 'file')} changed, {_count(total_add, 'insertion')}(+), "
+        f"{_count(total_del, 'deletion')}(-)"
+    )
     return "\n".join(lines) + "\n"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _patches(store: Store, before: str, after: str) -> list[pygit2.Patch]:
