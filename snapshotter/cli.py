@@ -31,25 +31,21 @@ class Ctx:
     def engine(
         self, directory: str, *, create: bool = True, max_size: str | None = None
     ) -> Engine:
+        """The worktree's engine; without ``create``, NothingToDo when it has no store."""
         from snapshotter.config import DEFAULT_MAX_NEW_FILE_SIZE, parse_size
-        from snapshotter.engine import Engine
-        from snapshotter.errors import NothingToDo
+        from snapshotter.engine import Engine, open_existing
 
         limit = parse_size(max_size) if max_size else DEFAULT_MAX_NEW_FILE_SIZE
-        engine = Engine.open(directory, data_dir_path=self.data_dir, create=create,
-                             max_new_file_size=limit)
-        if engine is None:
-            raise NothingToDo("no snapshots recorded for this worktree yet")
+        if not create:
+            return open_existing(directory, data_dir_path=self.data_dir, max_new_file_size=limit)
+        engine = Engine.open(directory, data_dir_path=self.data_dir, max_new_file_size=limit)
+        assert engine is not None  # create=True always opens one
         return engine
 
     def session(self, engine: Engine, explicit: str | None) -> str:
-        from snapshotter.errors import NothingToDo
-        from snapshotter.history import default_session
+        from snapshotter.history import resolve_session
 
-        found = explicit or default_session(engine.store)
-        if not found:
-            raise NothingToDo("no checkpoints in this worktree yet")
-        return found
+        return resolve_session(engine.store, explicit)
 
 
 pass_ctx = click.make_pass_decorator(Ctx)

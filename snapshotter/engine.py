@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from snapshotter import changes as changes_mod
 from snapshotter import restore as restore_mod
 from snapshotter.config import DEFAULT_MAX_FILES, DEFAULT_MAX_NEW_FILE_SIZE, data_dir
-from snapshotter.errors import SnapshotterError
+from snapshotter.errors import NothingToDo, SnapshotterError
 from snapshotter.models import FileChange
 from snapshotter.store import Capture, Store, stores_dir
 from snapshotter.worktree import Worktree, find_worktree
@@ -105,6 +105,20 @@ class Engine:
 
     def entry(self, tree: str, rel: str) -> tuple[int, bytes] | None:
         return self.store.entry(tree, rel)
+
+
+def open_existing(
+    directory: str | os.PathLike[str],
+    *,
+    data_dir_path: str | os.PathLike[str] | None = None,
+    max_new_file_size: int = DEFAULT_MAX_NEW_FILE_SIZE,
+) -> Engine:
+    """The engine of a worktree that already has snapshots; NothingToDo otherwise."""
+    engine = Engine.open(directory, data_dir_path=data_dir_path, create=False,
+                         max_new_file_size=max_new_file_size)
+    if engine is None:
+        raise NothingToDo("no snapshots recorded for this worktree yet")
+    return engine
 
 
 def all_store_roots(data_dir_path: str | os.PathLike[str] | None = None) -> list[Path]:

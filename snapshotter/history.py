@@ -24,6 +24,14 @@ def default_session(store: Store) -> str | None:
     return state.checkpoints[-1].session_id if state.checkpoints else None
 
 
+def resolve_session(store: Store, *preferred: str | None) -> str:
+    """The first of ``preferred`` that is set, else the default session."""
+    found = next((s for s in preferred if s), None) or default_session(store)
+    if not found:
+        raise NothingToDo("no checkpoints in this worktree yet")
+    return found
+
+
 def undo_last(engine: Engine, session_id: str, *, force: bool = False,
               dry_run: bool = False) -> RestoreReport:
     """Revert the session's newest not-undone top-level checkpoint."""
@@ -57,13 +65,12 @@ def redo(engine: Engine, session_id: str, *, force: bool = False,
             raise NothingToDo(f"nothing to redo in session {session_id}")
         entry = sess.redo[-1]
         current = _unscoped(engine).capture()
-        changed = _differing(engine, current.tree, entry.after, entry.paths)
-        changed = sorted({*changed, *_uncaptured(engine, current.tree, entry.paths)})
-        if changed and not force:
-            raise Conflict(changed)
+        _refuse_changed(engine, current.tree, {entry.after: entry.paths}, force)
         result = _apply(engine, {entry.tree: entry.paths}, dry_run)
         if not dry_run:
             sess.redo.pop()
+            after = _with_paths_from(engine, current.tree, entry.tree, entry.paths)
+            sess.last = Mark.of(Capture(after, current.skipped), state.next_id)
             _rebase_open_spans(engine, state, entry.tree, entry.paths)
             for cp_id in entry.checkpoints:
                 cp = state.by_id(cp_id)
@@ -109,13 +116,7 @@ def _revert(engine: Engine, state: State, session_id: str, targets: list[Checkpo
             restore_from.setdefault(f.path, cp.before)
     unscoped = _unscoped(engine)
     safety = unscoped.capture()
-    changed = [
-        p for tree, paths in _group(expected).items()
-        for p in _differing(engine, safety.tree, tree, paths)
-    ]
-    changed = sorted({*changed, *_uncaptured(engine, safety.tree, list(restore_from))})
-    if changed and not force:
-        raise Conflict(changed)
+    _refuse_changed(engine, safety.tree, _group(expected), force)
     groups = _group(restore_from)
     ids = [cp.id for cp in targets]
     if dry_run:
@@ -198,14 +199,24 @@ def _group(path_to_tree: dict[str, str]) -> dict[str, list[str]]:
     return dict(groups)
 
 
-def _differing(engine: Engine, tree_a: str, tree_b: str, paths: list[str]) -> list[str]:
-    return [p for p in paths if engine.entry(tree_a, p) != engine.entry(tree_b, p)]
+def _refuse_changed(
+    engine: Engine, current: str, expected: dict[str, list[str]], force: bool
+) -> None:
+    """Conflict unless every path is as ``expected`` says (tree → its paths).
 
-
-def _uncaptured(engine: Engine, tree: str, paths: list[str]) -> list[str]:
-    """Paths where a file sits that ``tree`` (the safety capture) lacks: too large,
-    unreadable or replaced mid-capture. Writing over it could never be redone."""
-    return [p for p in paths if engine.entry(tree, p) is None and occupied(engine.root, p)]
+    A path also counts as changed when a file sits there that ``current`` (the
+    safety capture) lacks — too large, unreadable, replaced mid-capture —
+    because writing over it could never be redone.
+    """
+    changed = sorted({
+        p
+        for tree, paths in expected.items()
+        for p in paths
+        if engine.entry(current, p) != engine.entry(tree, p)
+        or (engine.entry(current, p) is None and occupied(engine.root, p))
+    })
+    if changed and not force:
+        raise Conflict(changed)
 
 
 def _apply(engine: Engine, groups: dict[str, list[str]], dry_run: bool) -> RestoreResult:

@@ -485,3 +485,24 @@ def test_reset_to_another_sessions_checkpoint_is_refused(rig: Rig) -> None:
         rig.ctl.reset(root, a_turn.id, "B")
     assert not isinstance(refused.value, NothingToDo), f"an id from A is an error: {refused}"
     assert (root / "a.txt").exists() and (root / "b.txt").exists(), "nothing was reverted"
+
+
+def test_a_redo_is_not_claimed_by_a_later_unpaired_tool(tmp_path: Path, data_dir: Path) -> None:
+    from snapshotter.checkpoints import Recorder
+    from snapshotter.engine import Engine
+    from snapshotter.history import redo, undo_last
+
+    root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
+    engine = Engine.open(root, data_dir_path=data_dir)
+    assert engine is not None
+    recorder = Recorder(engine, "s")
+    recorder.turn_start()
+    write(root, "a.txt", "agent\n")
+    assert recorder.turn_end("normal") is not None
+    undo_last(engine, "s")
+    redo(engine, "s")
+    write(root, "b.txt", "tool\n")
+    cp = recorder.tool_end(None, "write_file")  # its pre_tool_use never came
+    assert cp is not None and [f.path for f in cp.files] == ["b.txt"], (
+        f"the redo is nobody's change; only the tool's file is recorded: {cp}"
+    )

@@ -14,7 +14,7 @@ from snapshotter.config import (
     data_dir,
     parse_size,
 )
-from snapshotter.engine import Engine
+from snapshotter.engine import Engine, open_existing
 from snapshotter.errors import BadInput, NotAWorktree, NothingToDo, SnapshotterError
 from snapshotter.hooks import events as ev
 from snapshotter.hooks.events import HookInput, HookOutput
@@ -138,17 +138,13 @@ class SnapshotController:
         self.builtin = builtin
 
     def _engine(self, cwd: str | os.PathLike[str]) -> Engine:
-        engine = Engine.open(cwd, data_dir_path=self.builtin.data_dir, create=False)
-        if engine is None:
-            raise NothingToDo("no snapshots recorded for this worktree yet")
-        return engine
+        return open_existing(cwd, data_dir_path=self.builtin.data_dir)
 
     def _session(self, engine: Engine, session_id: str | None) -> str:
-        found = session_id or self.builtin.last_session.get(engine.root)
-        found = found or history.default_session(engine.store)
-        if not found:
-            raise NothingToDo("no checkpoints in this worktree yet")
-        return found
+        """Explicit, else the last session this runtime saw here, else the newest."""
+        return history.resolve_session(
+            engine.store, session_id, self.builtin.last_session.get(engine.root)
+        )
 
     def list(self, cwd: str | os.PathLike[str], session_id: str | None = None,
              all_sessions: bool = False) -> list[Checkpoint]:
