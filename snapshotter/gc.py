@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from snapshotter import manifest as manifest_io
+from snapshotter import packwriter
 from snapshotter.engine import Engine
 from snapshotter.errors import StoreError
 from snapshotter.packwriter import clean_pack_dir
@@ -132,14 +133,18 @@ def _repack(store: Store, state: State, report: GcReport, loose: list[Path]) -> 
     for path in by_pack:
         if path.name not in new_names:
             path.unlink(missing_ok=True)
-    for path in loose:
-        path.unlink(missing_ok=True)
-    for sub in objects.iterdir():
-        if _LOOSE_DIR.match(sub.name):
-            with contextlib.suppress(OSError):
-                sub.rmdir()
+    _drop_loose(loose)
     store.reopen()
     report.bytes_after = _size(objects)
+
+
+def _drop_loose(loose: list[Path]) -> None:
+    """Delete loose objects (already packed) and the fan-out dirs left empty."""
+    for path in loose:
+        path.unlink(missing_ok=True)
+    for sub in {p.parent for p in loose}:
+        with contextlib.suppress(OSError):
+            sub.rmdir()
 
 
 def _pack_loose(store: Store, report: GcReport, loose: list[Path]) -> None:
@@ -150,8 +155,6 @@ def _pack_loose(store: Store, report: GcReport, loose: list[Path]) -> None:
     gc recompresses with deltas anyway.
     """
     import pygit2
-
-    from snapshotter import packwriter
 
     objects = store.root / "git" / "objects"
     odb = store.repo.odb
@@ -166,11 +169,7 @@ def _pack_loose(store: Store, report: GcReport, loose: list[Path]) -> None:
         report.objects_kept = packwriter.write_pack(objects / "pack", read())
     except (pygit2.GitError, KeyError, ValueError) as exc:
         raise StoreError(f"gc stopped, nothing deleted: {exc}") from exc
-    for path in loose:
-        path.unlink(missing_ok=True)
-    for sub in {p.parent for p in loose}:
-        with contextlib.suppress(OSError):
-            sub.rmdir()
+    _drop_loose(loose)
     store.reopen()
     report.bytes_after = _size(objects)
     report.skipped = "packed the loose objects only; a full gc frees the rest"

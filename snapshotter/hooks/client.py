@@ -6,7 +6,6 @@ import hashlib
 import os
 import socket
 import struct
-import subprocess
 import sys
 from pathlib import Path
 
@@ -70,6 +69,7 @@ def stop(path: Path) -> None:
 
 def start(path: Path) -> None:
     """Start a server in the background; it outlives this process."""
+    import subprocess  # only on this rare path: the hook's start-up stays lean
     subprocess.Popen(
         [sys.executable, "-m", "snapshotter.hooks.server", str(path)],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
