@@ -97,7 +97,7 @@ def hook(c: Ctx, args: tuple[str, ...]) -> None:
     """Handle one agent hook event (JSON on stdin). Always exits 0."""
     from snapshotter.hooks.command import run
 
-    sys.exit(run(sys.stdin.buffer, c.data_dir, list(args)))
+    sys.exit(run(sys.stdin.buffer, c.data_dir_opt, list(args)))
 
 
 @cli.command()

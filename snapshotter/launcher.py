@@ -18,14 +18,13 @@ def main(argv: list[str] | None = None) -> None:
         cli_main(args)
         return
     data_dir_opt, builtin_args, unknown = parsed
-    from snapshotter.config import data_dir
     from snapshotter.hooks.command import run
 
     if unknown:
         # Exit 2 would make docker-agent block the tool call: a typo in the
         # hook's options must never stop the agent, so it is reported and ignored.
         print(f"snapshotter hook: ignoring unknown options {unknown}", file=sys.stderr)
-    sys.exit(run(sys.stdin.buffer, data_dir(data_dir_opt), builtin_args))
+    sys.exit(run(sys.stdin.buffer, data_dir_opt, builtin_args))
 
 
 def _hook_args(args: list[str]) -> tuple[str | None, list[str], list[str]] | None:

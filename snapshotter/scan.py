@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Container
+from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,6 +46,7 @@ class Skip:
 class ScanResult:
     entries: dict[str, Stat] = field(default_factory=dict)
     skipped: dict[str, Skip] = field(default_factory=dict)
+    nested: list[str] = field(default_factory=list)  # nested repositories entered
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,7 @@ def scan(
     excluded: frozenset[str] = frozenset(),
     index_cache: Path | None = None,
     max_files: int | None = None,
+    on_dir: Callable[[str], None] | None = None,
 ) -> ScanResult:
     """Every path of ``tree.scope`` a snapshot holds.
 
@@ -79,11 +81,14 @@ def scan(
     their size); ``excluded`` holds absolute paths never to enter (the store);
     ``index_cache`` is where the source index's path list may be cached.
     Past ``max_files`` paths the walk stops with TooManyFiles: a home
-    directory must not hold the agent up for minutes.
+    directory must not hold the agent up for minutes. ``on_dir`` hears of
+    every directory whose listing or ``.gitignore`` the result depends on,
+    before it is read (the watcher starts watching there).
     """
     walker = _Walker(tree, previous, max_new_file_size, excluded)
     walker.index_cache = index_cache
     walker.max_files = max_files
+    walker.on_dir = on_dir
     start = walker.start_dir()
     if start is not None:
         walker.run(start)
@@ -103,6 +108,7 @@ class _Walker:
         self.result = ScanResult()
         self.index_cache: Path | None = None
         self.max_files: int | None = None
+        self.on_dir: Callable[[str], None] | None = None
 
     def start_dir(self) -> _Dir | None:
         """The scope's directory, with the rules of every directory above it."""
@@ -112,6 +118,8 @@ class _Walker:
             return current
         for part in self.tree.scope.split("/"):
             parent_abs = os.path.join(self.root, current.rel)
+            if self.on_dir is not None:
+                self.on_dir(parent_abs)
             gitignore = read_lines(os.path.join(parent_abs, ".gitignore"), nofollow=True)
             rules = current.rules.with_gitignore(current.ctx.rel(current.rel), gitignore)
             current = _Dir(current.rel, current.ctx, rules, current.ignored)
@@ -128,6 +136,8 @@ class _Walker:
 
     def _visit(self, d: _Dir) -> list[_Dir]:
         dir_abs = os.path.join(self.root, d.rel) if d.rel else self.root
+        if self.on_dir is not None:
+            self.on_dir(dir_abs)
         try:
             with os.scandir(dir_abs) as it:
                 entries = list(it)  # order does not matter: trees are sorted later
@@ -191,6 +201,7 @@ class _Walker:
         if ignored and not is_gitlink and not tracked.has_under(ctx_rel):
             return None
         if os.path.lexists(os.path.join(path_abs, ".git")):
+            self.result.nested.append(rel)
             # core.excludesFile as the nested repository's own config chain sets it.
             configured = config_value(Path(path_abs), "core.excludesFile")
             excludes = read_lines(Path(path_abs) / global_excludes_file(configured))

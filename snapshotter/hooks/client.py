@@ -1,16 +1,23 @@
-"""The hook's side of the resident server: few imports, never fails the agent."""
+"""The hook's side of the resident server: few imports, never fails the agent.
+
+This module runs in every hook process, so it imports only C-level modules
+(no pathlib, socket, hashlib, json or typing: each costs milliseconds of
+the round trip the agent waits for).
+"""
 
 from __future__ import annotations
 
-import hashlib
+import _socket
 import os
-import socket
-import struct
 import sys
-from pathlib import Path
+import zlib
 
-_ENV_KEYS = ("HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM",
-             "GIT_CONFIG_NOSYSTEM", "PATH")
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+_ENV_KEYS = ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "SNAPSHOTTER_DATA_DIR",
+             "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM", "PATH")
 CLIENT_TIMEOUT_S = 55.0  # inside docker-agent's default 60 s hook timeout
 
 
@@ -18,40 +25,79 @@ def enabled() -> bool:
     return os.environ.get("SNAPSHOTTER_HOOK_SERVER", "1") != "0"
 
 
-def socket_path(data_dir: Path) -> Path | None:
-    """This interpreter's, code's, data dir's and environment's server socket."""
-    package = Path(__file__).resolve().parent.parent
-    try:
-        stamp = max(p.stat().st_mtime_ns for p in package.rglob("*.py"))
-    except (OSError, ValueError):
+def data_dir_arg(data_dir: str | os.PathLike[str] | None) -> str:
+    """``--data-dir`` as the server gets it: absolute (the server's cwd differs), or ""."""
+    if data_dir is None or not os.fspath(data_dir):
+        return ""
+    return os.path.abspath(os.path.expanduser(os.fspath(data_dir)))
+
+
+def socket_path(data_dir: str | os.PathLike[str] | None) -> Path | None:
+    from pathlib import Path
+
+    found = socket_file(data_dir)
+    return None if found is None else Path(found)
+
+
+def socket_file(data_dir: str | os.PathLike[str] | None) -> str | None:
+    """This interpreter's, code's, data dir's and environment's server socket.
+
+    ``data_dir`` is the ``--data-dir`` option (None without one): the server
+    resolves the default itself, in the environment the name covers.
+    """
+    package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    stamp = _newest_mtime(package)
+    if stamp is None:
         return None
-    key = "\0".join([sys.prefix, os.path.realpath(sys.executable), str(package), str(stamp),
-                     str(data_dir),
-                     *(os.environ.get(k, "") for k in _ENV_KEYS)])
-    name = hashlib.sha1(key.encode("utf-8", "surrogateescape")).hexdigest()[:20]
-    base = Path(os.environ.get("XDG_RUNTIME_DIR") or f"/tmp/snapshotter-{os.getuid()}")
-    folder = base / "snapshotter" if os.environ.get("XDG_RUNTIME_DIR") else base
+    key = "\0".join([sys.prefix, os.path.realpath(sys.executable), package, str(stamp),
+                     data_dir_arg(data_dir),
+                     *(os.environ.get(k, "") for k in _ENV_KEYS)]).encode(
+                         "utf-8", "surrogateescape")
+    # Not a security boundary (the directory is private): a stable 64-bit name.
+    name = f"{zlib.crc32(key):08x}{zlib.crc32(key[::-1]):08x}"
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    folder = os.path.join(runtime, "snapshotter") if runtime else f"/tmp/snapshotter-{os.getuid()}"
     try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        st = folder.stat()
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        st = os.stat(folder)
     except OSError:
         return None
     if st.st_uid != os.getuid() or st.st_mode & 0o077:
         return None  # someone else's or shared: do not trust it
-    path = folder / f"{name}.sock"
+    path = os.path.join(folder, f"{name}.sock")
     if len(os.fsencode(path)) > 100:
         return None  # beyond what a Unix socket address holds (108 bytes on Linux)
     return path
 
 
-def send(path: Path, data_dir: Path, args: list[str], body: bytes) -> str | None:
+def _newest_mtime(package: str) -> int | None:
+    """The package's newest source file: an edited package gets a fresh server."""
+    newest, stack = 0, [package]
+    try:
+        while stack:
+            with os.scandir(stack.pop()) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False) and entry.name != "__pycache__":
+                        stack.append(entry.path)
+                    elif entry.name.endswith(".py"):
+                        newest = max(newest, entry.stat().st_mtime_ns)
+    except OSError:
+        return None
+    return newest or None
+
+
+def send(path: str | os.PathLike[str], data_dir: str | os.PathLike[str] | None,
+         args: list[str], body: bytes) -> str | None:
     """Hand one event to the server; its error text, or None. Raises OSError if none runs."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+    conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
         conn.settimeout(CLIENT_TIMEOUT_S)
-        conn.connect(str(path))
-        header = "\0".join([str(data_dir), *args]).encode("utf-8", "surrogateescape")
+        conn.connect(os.fspath(path))
+        header = "\0".join([data_dir_arg(data_dir), *args]).encode("utf-8", "surrogateescape")
         conn.sendall(frame(header) + frame(body))
         reply = _read_line(conn)
+    finally:
+        conn.close()
     if not reply.startswith(b"ok"):
         if reply.startswith(b"err "):
             return reply[4:].decode(errors="replace")
@@ -59,34 +105,37 @@ def send(path: Path, data_dir: Path, args: list[str], body: bytes) -> str | None
     return None
 
 
-def stop(path: Path) -> None:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+def stop(path: str | os.PathLike[str]) -> None:
+    conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
         conn.settimeout(5.0)
-        conn.connect(str(path))
+        conn.connect(os.fspath(path))
         conn.sendall(frame(b"stop"))
         _read_line(conn)
+    finally:
+        conn.close()
 
 
-def start(path: Path) -> None:
+def start(path: str | os.PathLike[str]) -> None:
     """Start a server in the background; it outlives this process."""
     import subprocess  # only on this rare path: the hook's start-up stays lean
     subprocess.Popen(
-        [sys.executable, "-m", "snapshotter.hooks.server", str(path)],
+        [sys.executable, "-m", "snapshotter.hooks.server", os.fspath(path)],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         start_new_session=True, close_fds=True,
     )
 
 
 def frame(data: bytes) -> bytes:
-    return struct.pack(">I", len(data)) + data
+    return len(data).to_bytes(4, "big") + data
 
 
-def read_frame(conn: socket.socket) -> bytes:
-    (size,) = struct.unpack(">I", _read_exact(conn, 4))
+def read_frame(conn: _socket.socket) -> bytes:
+    size = int.from_bytes(_read_exact(conn, 4), "big")
     return _read_exact(conn, size)
 
 
-def _read_exact(conn: socket.socket, size: int) -> bytes:
+def _read_exact(conn: _socket.socket, size: int) -> bytes:
     chunks, left = [], size
     while left:
         chunk = conn.recv(min(left, 1 << 20))
@@ -97,7 +146,7 @@ def _read_exact(conn: socket.socket, size: int) -> bytes:
     return b"".join(chunks)
 
 
-def _read_line(conn: socket.socket) -> bytes:
+def _read_line(conn: _socket.socket) -> bytes:
     data = b""
     while not data.endswith(b"\n"):
         chunk = conn.recv(4096)

@@ -7,22 +7,30 @@ the data directory's hook.log) and swallowed.
 
 from __future__ import annotations
 
-import json
+import os
 import sys
-from pathlib import Path
-from typing import BinaryIO
 
 from snapshotter.hooks import client
+
+TYPE_CHECKING = False  # typing costs the hook process milliseconds it need not pay
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import BinaryIO
 
 MAX_INPUT_BYTES = 64 * 1024 * 1024
 
 
-def run(stdin: BinaryIO, data_dir: Path, args: list[str]) -> int:
-    """Handle one event, through the resident server when one can be used."""
+def run(stdin: BinaryIO, data_dir: str | os.PathLike[str] | None, args: list[str]) -> int:
+    """Handle one event, through the resident server when one can be used.
+
+    ``data_dir`` is the ``--data-dir`` option (None: the default one).
+    """
     raw = stdin.read(MAX_INPUT_BYTES + 1)
     error = _via_server(raw, data_dir, args) if client.enabled() else _NOT_SERVED
     if error is _NOT_SERVED:
-        error = run_request(raw, data_dir, args)
+        from snapshotter.config import data_dir as resolve
+
+        error = run_request(raw, resolve(data_dir), args)
     if error:
         print(error, file=sys.stderr)
     return 0
@@ -31,8 +39,8 @@ def run(stdin: BinaryIO, data_dir: Path, args: list[str]) -> int:
 _NOT_SERVED = "\0not served"
 
 
-def _via_server(raw: bytes, data_dir: Path, args: list[str]) -> str | None:
-    path = client.socket_path(data_dir)
+def _via_server(raw: bytes, data_dir: str | os.PathLike[str] | None, args: list[str]) -> str | None:
+    path = client.socket_file(data_dir)
     if path is None:
         return _NOT_SERVED
     try:
@@ -58,6 +66,8 @@ def run_request(raw: bytes, data_dir: Path, args: list[str]) -> str | None:
 
 
 def _handle(raw: bytes, data_dir: Path, args: list[str]) -> None:
+    import json
+
     from snapshotter.errors import BadInput
 
     if len(raw) > MAX_INPUT_BYTES:

@@ -59,10 +59,14 @@ def _warm_up() -> None:
 
     import snapshotter.checkpoints
     import snapshotter.hooks.builtin  # noqa: F401
+    from snapshotter import watch
+
+    watch.enable()  # this process captures the same worktrees again and again
 
 
 def _handle(conn: socket.socket) -> bool:
     """Serve one request; False when asked to stop."""
+    from snapshotter.config import data_dir as resolve
     from snapshotter.hooks.client import read_frame
     from snapshotter.hooks.command import run_request as handle
 
@@ -74,7 +78,7 @@ def _handle(conn: socket.socket) -> bool:
             return False
         body = read_frame(conn)
         data_dir, _, args = header.decode("utf-8", "surrogateescape").partition("\0")
-        error = handle(body, Path(data_dir), [a for a in args.split("\0") if a])
+        error = handle(body, resolve(data_dir or None), [a for a in args.split("\0") if a])
         conn.sendall(b"ok\n" if error is None else b"err " + error.encode(errors="replace") + b"\n")
     except (OSError, struct.error, ValueError):
         pass  # the client falls back to handling its event itself
