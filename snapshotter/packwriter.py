@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import os
 import secrets
 import struct
 import zlib
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 
 BLOB = 3
@@ -132,3 +133,67 @@ def _index(entries: list[tuple[bytes, int, int]], pack_sum: bytes) -> bytes:
         pack_sum,
     ))
     return body + hashlib.sha1(body).digest()
+
+
+_IDX_MAGIC = b"\377tOc"
+_FANOUT = struct.Struct(">256I")
+
+
+class PackIndex:
+    """The ids a pack holds, from its v2 index: a fan-out table and sorted 20-byte names.
+
+    gc needs to know which objects a pack shared with the source repository
+    holds, and seeding which source pack holds a blob; libgit2 tells neither.
+    """
+
+    def __init__(self, fanout: tuple[int, ...], names: bytes) -> None:
+        self._fanout = fanout
+        self._names = names
+
+    def __len__(self) -> int:
+        return len(self._names) // 20
+
+    def __contains__(self, oid: bytes) -> bool:
+        first = oid[0]
+        lo = self._fanout[first - 1] if first else 0
+        hi = self._fanout[first]
+        while lo < hi:
+            mid = (lo + hi) // 2
+            probe = self._names[mid * 20 : mid * 20 + 20]
+            if probe < oid:
+                lo = mid + 1
+            elif probe > oid:
+                hi = mid
+            else:
+                return True
+        return False
+
+    def names(self) -> set[bytes]:
+        names = self._names
+        return {names[i : i + 20] for i in range(0, len(names), 20)}
+
+    def find(self, wanted: Collection[bytes]) -> set[bytes]:
+        """Which of ``wanted`` this pack holds (a set for many, a search for a few)."""
+        if len(self) <= 4 * len(wanted):
+            return self.names() & set(wanted)
+        return {oid for oid in wanted if oid in self}
+
+
+def read_pack_index(path: Path) -> PackIndex | None:
+    """A v2 ``.idx`` file's ids; None for another version or a damaged file."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8 + _FANOUT.size)
+            if len(head) < 8 + _FANOUT.size or head[:4] != _IDX_MAGIC:
+                return None
+            if struct.unpack_from(">I", head, 4)[0] != 2:
+                return None
+            fanout = _FANOUT.unpack_from(head, 8)
+            if any(a > b for a, b in itertools.pairwise(fanout)):
+                return None
+            names = f.read(20 * fanout[-1])
+    except OSError:
+        return None
+    if len(names) != 20 * fanout[-1]:
+        return None
+    return PackIndex(fanout, names)

@@ -1,0 +1,513 @@
+"""Seeding a capture from the source repository's index and objects (seed.py).
+
+The oracle throughout: the same worktree captured with seeding disabled, by
+reading and hashing every file, must give the same tree byte for byte. A
+seeded store must also survive the source repository's own ``git gc``.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pygit2
+import pytest
+from conftest import git, make_repo, write
+
+from snapshotter import gc as gc_mod
+from snapshotter import gitindex, history, packwriter
+from snapshotter import manifest as manifest_io
+from snapshotter import seed as seed_mod
+from snapshotter.checkpoints import Recorder
+from snapshotter.engine import Engine
+from snapshotter.scan import Stat, git_mode
+from snapshotter.state import load
+from snapshotter.store import BULK_MIN_FILES, Store
+
+FILES = 80
+assert FILES >= BULK_MIN_FILES, "enough stale files for seeding to be tried"
+
+
+# -- helpers -------------------------------------------------------------------
+
+
+def source_files(count: int = FILES) -> dict[str, str | bytes]:
+    return {f"src/d{i % 7}/f{i}.txt": f"file {i}\n" * (i % 9 + 1) for i in range(count)}
+
+
+def worktree_files(root: Path) -> Iterator[Path]:
+    for dirpath, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        for name in files:
+            yield Path(dirpath) / name
+
+
+def index_file(root: Path) -> Path:
+    return root / git(root, "rev-parse", "--git-path", "index").strip()
+
+
+def age(root: Path, stamp_ns: int) -> None:
+    """Set the mtime of every file newer than ``stamp_ns`` to it (older ones keep their ctime)."""
+    for path in worktree_files(root):
+        if os.lstat(path).st_mtime_ns > stamp_ns:
+            os.utime(path, ns=(stamp_ns, stamp_ns), follow_symlinks=False)
+
+
+def settle(root: Path) -> None:
+    """Age files to a minute before the index and refresh it, so no entry is racy.
+
+    git compares whole seconds and keeps the nanoseconds it first saw, so
+    each file is aged once: a second ``utime`` could leave a stale ctime in
+    the index, which seeding (exact to the nanosecond) would not trust.
+    """
+    index_s = os.stat(index_file(root)).st_mtime_ns // 10**9
+    age(root, (index_s - 60) * 10**9)
+    git(root, "update-index", "-q", "--refresh")
+
+
+def committed(root: Path, extra: dict[str, str | bytes] | None = None, *,
+              packed: bool = False) -> Path:
+    """A committed repository whose index vouches for every file (loose or packed objects)."""
+    make_repo(root, {**source_files(), **(extra or {})})
+    settle(root)
+    if packed:
+        git(root, "repack", "-adq")
+        git(root, "prune-packed")
+    return root
+
+
+def open_engine(root: Path, data_dir: Path) -> Engine:
+    engine = Engine.open(root, data_dir_path=data_dir)
+    assert engine is not None
+    return engine
+
+
+def hashed_tree(root: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The oracle: a first capture in a fresh store with seeding disabled."""
+    with monkeypatch.context() as m:
+        m.setattr(seed_mod, "seed", lambda *args, **kwargs: {})
+        return open_engine(root, data_dir).capture().tree
+
+
+def shared(store: Store) -> list[Path]:
+    """Store object files with another name (the source's): what seeding linked."""
+    objects = store.root / "git" / "objects"
+    return sorted(p for p in objects.rglob("*") if p.is_file() and p.stat().st_nlink > 1)
+
+
+def own_bytes(store: Store) -> int:
+    objects = store.root / "git" / "objects"
+    return sum(p.stat().st_size for p in objects.rglob("*")
+               if p.is_file() and p.stat().st_nlink == 1)
+
+
+def blob_at(engine: Engine, tree: str, rel: str) -> bytes:
+    entry = engine.store.entry(tree, rel)
+    assert entry is not None, f"{rel} is in the snapshot"
+    return engine.store.blob(entry[1])
+
+
+def stat_of(path: Path) -> Stat:
+    st = os.lstat(path)
+    mode = git_mode(st.st_mode)
+    assert mode is not None
+    return (mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+
+def in_source(root: Path, content: bytes) -> bool:
+    oid = hashlib.sha1(b"blob %d\0" % len(content) + content).hexdigest()
+    done = subprocess.run(["git", "cat-file", "-e", oid], cwd=root, capture_output=True,
+                          check=False)
+    return done.returncode == 0
+
+
+def lie_in_index(root: Path, rel: str, oid: str) -> None:
+    """Point ``rel``'s entry (v2 index) at another blob, keeping its stat data."""
+    index = root / ".git" / "index"
+    data = bytearray(index.read_bytes())
+    assert data[4:8] == b"\0\0\0\2", "git wrote a v2 index"
+    name = rel.encode()
+    start = data.index(len(name).to_bytes(2, "big") + name + b"\0") - 60  # stat data, id
+    data[start + 40 : start + 60] = bytes.fromhex(oid)
+    data[-20:] = hashlib.sha1(bytes(data[:-20])).digest()
+    index.write_bytes(bytes(data))
+
+
+@pytest.fixture
+def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every path a capture read and hashed (rather than seeded)."""
+    seen: list[str] = []
+    bulk, one = Store._bulk, Store._hash
+
+    def spy_bulk(self: Store, stale: list[tuple[str, Stat, object]]) -> dict[str, bytes]:
+        seen.extend(rel for rel, _st, _prior in stale)
+        return bulk(self, stale)
+
+    def spy_hash(self: Store, rel: str, mode: int, skipped: dict[str, object]) -> bytes | None:
+        seen.append(rel)
+        return one(self, rel, mode, skipped)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Store, "_bulk", spy_bulk)
+    monkeypatch.setattr(Store, "_hash", spy_hash)
+    return seen
+
+
+# -- seeding happens, and equals hashing ---------------------------------------
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["loose", "packed"])
+def test_clean_committed_repo_is_seeded_by_hard_links(
+    tmp_path: Path, data_dir: Path, reads: list[str], monkeypatch: pytest.MonkeyPatch,
+    packed: bool,
+) -> None:
+    root = committed(tmp_path / "repo", packed=packed)
+    engine = open_engine(root, data_dir)
+    tree = engine.capture().tree
+    assert reads == [], f"no file is read when the index vouches for all: {reads[:5]}"
+    assert tree == git(root, "rev-parse", "HEAD^{tree}").strip(), "the snapshot is git's tree"
+
+    source = root / ".git" / "objects"
+    ours = engine.store.root / "git" / "objects"
+    if packed:
+        src_pack = next((source / "pack").glob("pack-*.pack"))
+        linked = ours / "pack" / src_pack.name
+        assert linked.stat().st_ino == src_pack.stat().st_ino, "the source pack is hard-linked"
+        assert (ours / "pack" / src_pack.with_suffix(".idx").name).exists(), "with its index"
+    else:
+        oid = git(root, "rev-parse", "HEAD:src/d0/f0.txt").strip()
+        linked = ours / oid[:2] / oid[2:]
+        src_obj = source / oid[:2] / oid[2:]
+        assert linked.stat().st_ino == src_obj.stat().st_ino, "the loose object is hard-linked"
+    assert not (ours / "info" / "alternates").exists(), "never borrowed through alternates"
+    assert tree == hashed_tree(root, tmp_path / "data2", monkeypatch), "seeded == hashed"
+
+
+def test_only_files_the_index_does_not_know_are_read(
+    tmp_path: Path, data_dir: Path, reads: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = committed(tmp_path / "repo")
+    write(root, "untracked.txt", "new\n")
+    write(root, "src/d1/f1.txt", "edited since the commit\n")
+    engine = open_engine(root, data_dir)
+    tree = engine.capture().tree
+    assert sorted(reads) == ["src/d1/f1.txt", "untracked.txt"]
+    assert blob_at(engine, tree, "src/d1/f1.txt") == b"edited since the commit\n"
+    assert tree == hashed_tree(root, tmp_path / "data2", monkeypatch)
+
+
+def test_linked_worktree_seeds_from_the_common_dir(
+    tmp_path: Path, data_dir: Path, reads: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    main = committed(tmp_path / "repo")
+    git(main, "worktree", "add", "-q", str(tmp_path / "wt2"))
+    wt2 = tmp_path / "wt2"
+    settle(wt2)
+    engine = open_engine(wt2, data_dir)
+    tree = engine.capture().tree
+    assert reads == [] and shared(engine.store), "seeded from the main repository's objects"
+    assert tree == hashed_tree(wt2, tmp_path / "data2", monkeypatch)
+
+
+# -- what is never trusted --------------------------------------------------------
+
+
+def test_a_stat_mismatch_is_hashed_from_the_file(
+    tmp_path: Path, data_dir: Path, reads: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = committed(tmp_path / "repo")
+    target = root / "src/d0/f0.txt"
+    before = os.stat(target)
+    time.sleep(0.05)  # let the clock move, so the rewrite shows in ctime
+    changed = bytes(b ^ 1 for b in target.read_bytes())  # same length, other bytes
+    target.write_bytes(changed)
+    os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = os.stat(target)
+    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (
+        before.st_size, before.st_mtime_ns, before.st_ino), "size, mtime and inode still match"
+    assert after.st_ctime_ns != before.st_ctime_ns, "only ctime tells"
+
+    engine = open_engine(root, data_dir)
+    tree = engine.capture().tree
+    assert reads == ["src/d0/f0.txt"], "the one file whose ctime moved is read, no other"
+    assert blob_at(engine, tree, "src/d0/f0.txt") == changed, "the snapshot holds the file"
+    assert tree == hashed_tree(root, tmp_path / "data2", monkeypatch)
+
+
+def test_a_racily_clean_entry_is_hashed_from_the_file(
+    tmp_path: Path, data_dir: Path, reads: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = committed(tmp_path / "repo")
+    rel = "src/d2/f2.txt"
+    target = root / rel
+    later = os.stat(target).st_mtime_ns + 30 * 10**9  # after every other file
+    os.utime(target, ns=(later, later))
+    git(root, "update-index", "-q", "--refresh")
+    actual = target.read_bytes()
+    (tmp_path / "other").write_bytes(bytes(b ^ 1 for b in actual))
+    other_oid = git(root, "hash-object", "-w", "--no-filters", str(tmp_path / "other")).strip()
+    # The index now names a blob the file does not hold, with the file's exact
+    # stat data, and was written in the same instant the file was modified:
+    # git would re-read the file, not believe the entry.
+    lie_in_index(root, rel, other_oid)
+    os.utime(root / ".git" / "index", ns=(later, later))
+
+    entries = gitindex.read_entries((root / ".git" / "index").read_bytes())
+    assert entries is not None
+    stale = {rel: stat_of(target)}
+    racy = seed_mod.trusted_ids(entries, later // 10**9, stale)
+    fooled = seed_mod.trusted_ids(entries, later // 10**9 + 1, stale)
+    assert racy == {} and fooled == {rel: bytes.fromhex(other_oid)}, (
+        "only the racy rule stands between this index and a wrong blob"
+    )
+
+    engine = open_engine(root, data_dir)
+    tree = engine.capture().tree
+    assert reads == [rel], "the racy entry is read; the others are still seeded"
+    assert blob_at(engine, tree, rel) == actual, "the snapshot holds the worktree's bytes"
+    assert tree == hashed_tree(root, tmp_path / "data2", monkeypatch)
+
+
+def test_flagged_entries_are_never_trusted(tmp_path: Path) -> None:
+    root = committed(tmp_path / "repo")
+    write(root, "new.txt", "intent to add\n")
+    git(root, "add", "-N", "new.txt")
+    settle(root)
+    # Flags change no stat data: only the flags can keep these entries out.
+    git(root, "update-index", "--skip-worktree", "src/d0/f0.txt")
+    git(root, "update-index", "--assume-unchanged", "src/d1/f1.txt")
+    index = root / ".git" / "index"
+    entries = gitindex.read_entries(index.read_bytes())
+    assert entries is not None
+    by_path = {e.path: e for e in entries}
+    assert by_path["new.txt"].intent_to_add and by_path["src/d0/f0.txt"].skip_worktree
+    assert by_path["src/d1/f1.txt"].assume_valid
+    plain = by_path["src/d2/f2.txt"]
+    st = os.stat(root / plain.path)
+    assert (plain.size, plain.ino, plain.mtime_s, plain.mtime_ns, plain.mode) == (
+        st.st_size, st.st_ino & 0xFFFFFFFF, st.st_mtime_ns // 10**9, st.st_mtime_ns % 10**9,
+        0o100644), "stat data as git recorded it"
+    assert plain.oid.hex() == git(root, "rev-parse", f":{plain.path}").strip()
+
+    stale = {str(p.relative_to(root)): stat_of(p) for p in worktree_files(root)}
+    trusted = seed_mod.trusted_ids(entries, os.stat(index).st_mtime_ns // 10**9, stale)
+    assert not {"new.txt", "src/d0/f0.txt", "src/d1/f1.txt"} & set(trusted)
+    assert len(trusted) == FILES - 2, "every plain entry is trusted"
+
+    git(root, "update-index", "--index-version", "4")
+    v4 = gitindex.read_entries(index.read_bytes())
+    assert v4 is not None and [(e.path, e.oid) for e in v4] == [(e.path, e.oid) for e in entries]
+    git(root, "update-index", "--split-index")
+    assert gitindex.read_entries(index.read_bytes()) is None, "a split index is not trusted"
+
+
+# -- content conversion --------------------------------------------------------------
+
+
+def test_gitattributes_text_auto_keeps_crlf_bytes(
+    tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    crlf = b"one\r\ntwo\r\n"
+    root = committed(tmp_path / "repo", {".gitattributes": "* text=auto\n", "crlf.txt": crlf})
+    assert git(root, "cat-file", "-s", "HEAD:crlf.txt").strip() == "8", "git normalised it"
+    engine = open_engine(root, data_dir)
+    tree = engine.capture().tree
+    assert blob_at(engine, tree, "crlf.txt") == crlf, "the snapshot holds the file's bytes"
+    assert shared(engine.store) == [], "nothing is seeded where attributes may convert"
+    assert tree == hashed_tree(root, tmp_path / "data2", monkeypatch)
+
+
+def test_an_untracked_gitattributes_anywhere_stops_seeding(
+    tmp_path: Path, data_dir: Path, reads: list[str]
+) -> None:
+    root = committed(tmp_path / "repo")
+    write(root, "src/d3/.gitattributes", "*.txt ident\n")
+    engine = open_engine(root, data_dir)
+    engine.capture()
+    assert shared(engine.store) == [] and len(reads) == FILES + 1
+
+
+def test_a_conversion_from_an_old_config_is_caught_by_the_blob_size(
+    tmp_path: Path, data_dir: Path, reads: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    crlf = b"one\r\ntwo\r\n"
+    root = make_repo(tmp_path / "repo", {**source_files(), "crlf.txt": crlf}, commit=False)
+    age(root, time.time_ns() - 60 * 10**9)
+    git(root, "-c", "core.autocrlf=true", "add", "-A")  # autocrlf on then, off now
+    git(root, "commit", "-q", "-m", "initial")
+    entries = gitindex.read_entries((root / ".git" / "index").read_bytes())
+    assert entries is not None
+    stamp = os.stat(root / ".git" / "index").st_mtime_ns // 10**9
+    stale = {"crlf.txt": stat_of(root / "crlf.txt")}
+    assert "crlf.txt" in seed_mod.trusted_ids(entries, stamp, stale), "the stat data matches"
+
+    engine = open_engine(root, data_dir)
+    tree = engine.capture().tree
+    assert reads == ["crlf.txt"], "the stat data matched, the blob's size did not"
+    assert blob_at(engine, tree, "crlf.txt") == crlf
+    assert tree == hashed_tree(root, tmp_path / "data2", monkeypatch)
+
+
+# -- failures fall back to hashing -------------------------------------------------
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["loose", "packed"])
+def test_link_failure_falls_back_to_hashing(
+    tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch, packed: bool
+) -> None:
+    root = committed(tmp_path / "repo", packed=packed)
+
+    def cross_device(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.EXDEV, os.strerror(errno.EXDEV))
+
+    monkeypatch.setattr(os, "link", cross_device)
+    engine = open_engine(root, data_dir)
+    tree = engine.capture().tree
+    assert shared(engine.store) == [], "nothing could be linked"
+    assert tree == hashed_tree(root, tmp_path / "data2", monkeypatch)
+    assert len(reachable(engine.store, {tree})) > FILES, "every object reads back"
+
+
+# -- the source's own gc -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["loose", "packed"])
+def test_undo_survives_the_source_pruning_what_was_seeded(
+    tmp_path: Path, data_dir: Path, packed: bool
+) -> None:
+    root = committed(tmp_path / "repo", packed=packed)
+    originals = {str(p.relative_to(root)): p.read_bytes() for p in worktree_files(root)}
+    edited = [f"src/d{i % 7}/f{i}.txt" for i in range(5)]
+    engine = open_engine(root, data_dir)
+    rec = Recorder(engine, "s")
+    rec.session_start()
+    rec.turn_start()
+    assert shared(engine.store), "the first capture was seeded"
+    for rel in edited:
+        write(root, rel, f"v2 of {rel}\n")
+    git(root, "commit", "-q", "-a", "--amend", "-m", "v2")  # v1 blobs: unreachable
+    assert rec.turn_end("stop") is not None
+
+    git(root, "reflog", "expire", "--expire=now", "--all")
+    git(root, "gc", "-q", "--prune=now")
+    assert not any(in_source(root, originals[rel]) for rel in edited), "v1 is gone from the source"
+    assert shared(engine.store) == [], "the source dropped every name it shared with us"
+
+    def assert_originals() -> None:
+        now = {str(p.relative_to(root)): p.read_bytes() for p in worktree_files(root)}
+        assert now == originals, "undo gives back the exact bytes"
+
+    history.undo_last(engine, "s")
+    assert_originals()
+    history.redo(engine, "s")
+    assert (root / edited[0]).read_bytes() == f"v2 of {edited[0]}\n".encode()
+    gc_mod.collect_store(engine.store)
+    history.undo_last(open_engine(root, data_dir), "s")
+    assert_originals()
+
+
+def test_gc_keeps_shared_packs_as_they_are_until_the_source_drops_them(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    root = committed(tmp_path / "repo", packed=True)
+    src_pack = next((root / ".git" / "objects" / "pack").glob("pack-*.pack"))
+    src_ids = packwriter.read_pack_index(src_pack.with_suffix(".idx"))
+    assert src_ids is not None
+    engine = open_engine(root, data_dir)
+    rec = Recorder(engine, "s")
+    rec.session_start()
+    rec.turn_start()
+    write(root, "src/d0/f0.txt", "an edit of our own\n")
+    assert rec.turn_end("stop") is not None
+
+    pack_dir = engine.store.root / "git" / "objects" / "pack"
+    report = gc_mod.collect_store(engine.store)
+    assert (pack_dir / src_pack.name).stat().st_ino == src_pack.stat().st_ino, "kept, not copied"
+    own = [p for p in pack_dir.glob("pack-*.idx") if p.name != src_pack.with_suffix(".idx").name]
+    assert len(own) == 1, f"one pack of our own: {own}"
+    own_ids = packwriter.read_pack_index(own[0])
+    assert own_ids is not None and not own_ids.names() & src_ids.names(), (
+        "no shared object is copied into our pack"
+    )
+    assert report.bytes_after == own_bytes(engine.store), "only the store's own bytes count"
+    assert report.bytes_after < src_pack.stat().st_size
+    live = reachable(engine.store)
+
+    # The source repacks (a new commit changes its pack): our name is the last one.
+    write(root, "later.txt", "later\n")
+    git(root, "add", "later.txt")
+    git(root, "commit", "-q", "-m", "later")
+    git(root, "gc", "-q", "--prune=now")
+    assert not src_pack.exists() and (pack_dir / src_pack.name).stat().st_nlink == 1
+    gc_mod.collect_store(engine.store)
+    assert not (pack_dir / src_pack.name).exists(), "a pack no longer shared is compacted"
+    assert shared(engine.store) == []
+    assert reachable(engine.store) == live, "every live object is still there"
+    history.undo_last(open_engine(root, data_dir), "s")
+    assert (root / "src/d0/f0.txt").read_text() == source_files()["src/d0/f0.txt"]
+
+
+def test_gc_leaves_shared_loose_objects_alone(
+    tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = committed(tmp_path / "repo")
+    engine = open_engine(root, data_dir)
+    Recorder(engine, "s").session_start()
+    before = {p: p.stat().st_ino for p in shared(engine.store)}
+    assert len(before) == FILES, "every blob is a shared loose object"
+
+    monkeypatch.setattr(gc_mod, "LOOSE_THRESHOLD", 1)  # one loose object of ours would do
+    light = gc_mod.collect_store(engine.store, budget_s=30.0)
+    assert light.objects_kept == 0, "the quick pass packs no shared object"
+    assert {p: p.stat().st_ino for p in shared(engine.store)} == before, "nor deletes one"
+    assert light.bytes_before == own_bytes(engine.store), "shared bytes are not counted"
+    full = gc_mod.collect_store(engine.store)
+    assert {p: p.stat().st_ino for p in shared(engine.store)} == before, "kept as they are"
+    assert full.objects_kept == len(reachable(engine.store)), "all live objects are counted"
+
+
+def reachable(store: Store, trees: set[str] | None = None) -> set[str]:
+    """Every object below ``trees`` (default: all gc keeps); each must read back whole."""
+    repo = pygit2.Repository(str(store.root / "git"))  # fresh: sees only what is on disk
+    if trees is None:
+        trees = load(store).live_trees() | {manifest_io.load(store.root / "manifest").tree or ""}
+        trees.discard("")
+    seen: set[str] = set()
+    stack = list(trees)
+    while stack:
+        oid = stack.pop()
+        if oid in seen:
+            continue
+        obj = repo.get(oid)
+        assert obj is not None, f"live object {oid} is missing"
+        if isinstance(obj, pygit2.Blob):
+            assert len(obj.data) == obj.size
+        seen.add(oid)
+        if isinstance(obj, pygit2.Tree):
+            stack.extend(str(entry.id) for entry in obj)
+    return seen
+
+
+# -- the pack index reader ---------------------------------------------------------------
+
+
+def test_pack_index_lists_what_git_says(tmp_path: Path) -> None:
+    root = committed(tmp_path / "repo", packed=True)
+    idx = next((root / ".git" / "objects" / "pack").glob("pack-*.idx"))
+    index = packwriter.read_pack_index(idx)
+    assert index is not None
+    shown = subprocess.run(["git", "show-index"], stdin=idx.open("rb"), capture_output=True,
+                           check=True, text=True).stdout
+    names = {bytes.fromhex(line.split()[1]) for line in shown.splitlines()}
+    assert index.names() == names and len(index) == len(names)
+    assert all(n in index for n in names)
+    absent = {b"\0" * 20, b"\xff" * 20, hashlib.sha1(b"absent").digest()}
+    assert not any(n in index for n in absent)
+    few = set(list(names)[:3])
+    assert index.find(few | absent) == few and index.find(names | absent) == names
+    (tmp_path / "v1.idx").write_bytes(b"\0" * 2000)
+    assert packwriter.read_pack_index(tmp_path / "v1.idx") is None
