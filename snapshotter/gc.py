@@ -5,6 +5,12 @@ pending span, a redo entry or the stat cache names. They are written into one
 new pack (libgit2 writes it under a temp name and renames it into place);
 only then are the old packs and loose objects deleted. A gc killed at any
 point leaves the old objects, the new pack, or both: never less.
+
+Files with more than one link are shared with the source repository (a
+seeded capture hard-links its packs and loose objects): they cost the store
+nothing, so gc keeps those holding live objects as they are, never copies
+them, and counts no shared byte. Once the source deletes its name the file
+is the store's alone and is compacted like any other.
 """
 
 from __future__ import annotations
@@ -83,7 +89,8 @@ def _collect(store: Store, budget_s: float | None, dry_run: bool, policy: Policy
         report = GcReport(str(store.root), bytes_before=_size(objects))
         report.dropped = apply_age_and_count(state, policy)
         loose = _loose_objects(objects)
-        packs = len(list((objects / "pack").glob("pack-*.idx")))
+        packs = sum(not _is_shared(idx.with_suffix(".pack"))
+                    for idx in (objects / "pack").glob("pack-*.idx"))
         over = (policy.max_store_bytes is not None and report.bytes_before > policy.max_store_bytes
                 and oldest_droppable(state) is not None)  # else a repack frees nothing more
         light = budget_s is not None and not (
@@ -121,19 +128,32 @@ def _collect(store: Store, budget_s: float | None, dry_run: bool, policy: Policy
 
 
 def _repack(store: Store, state: State, report: GcReport, loose: list[Path]) -> None:
-    """One pack of everything live; then the old packs and loose objects go."""
+    """One pack of everything live; then the old packs and loose objects go.
+
+    Shared files holding a live object stay, and their objects stay out of
+    the new pack; shared files holding none lose our name (which frees nothing
+    now, but would cost the whole file once the source drops its own).
+    """
     objects = store.root / "git" / "objects"
     trees = _live_trees(store, state)
     old_packs = [p for p in (objects / "pack").glob("pack-*") if _PACK_FILE.match(p.name)]
+    shared = _shared_files(objects)
+    live = _live_objects(store, trees) if shared else set()
+    kept = [s for s in shared if s.ids & live]
+    in_kept = {oid for s in kept for oid in s.ids & live}
     report.live_trees = len(trees)
-    report.objects_kept, new_names = _write_pack(store, trees)
+    written, new_names = _write_pack(store, trees, live - in_kept if shared else None)
+    report.objects_kept = written + len(in_kept)
+    keep = {path for s in kept for path in s.files}
     # One pack at a time, .idx before .pack: a kill leaves at most one lone
     # .pack, which is invisible to readers and cleaned on the next open.
     by_pack = sorted(old_packs, key=lambda p: (p.name.rpartition(".")[0], p.suffix != ".idx"))
     for path in by_pack:
-        if path.name not in new_names:
+        if path.name not in new_names and path not in keep:
             path.unlink(missing_ok=True)
     _drop_loose(loose)
+    unused = [p for s in shared for p in s.files if p not in keep]
+    _drop_loose([p for p in unused if p.parent.name != "pack"])
     store.reopen()
     report.bytes_after = _size(objects)
 
@@ -183,16 +203,19 @@ def _live_trees(store: Store, state: State) -> set[str]:
     return trees
 
 
-def _write_pack(store: Store, trees: set[str]) -> tuple[int, set[str]]:
+def _write_pack(
+    store: Store, trees: set[str], only: set[bytes] | None = None
+) -> tuple[int, set[str]]:
     """Pack every live object; returns the count and the new pack's file names.
 
-    The pack is built in a scratch directory and moved in (``.pack`` before
-    ``.idx``, which is what makes it visible), so a pack identical to an old
-    one is recognised by name and never deleted as "old".
+    ``only``: the raw ids to pack when not all of them (shared files hold the
+    rest). The pack is built in a scratch directory and moved in (``.pack``
+    before ``.idx``, which is what makes it visible), so a pack identical to
+    an old one is recognised by name and never deleted as "old".
     """
     import pygit2
 
-    if not trees:
+    if not trees or only == set():
         return 0, set()
     pack_dir = store.root / "git" / "objects" / "pack"
     scratch = pack_dir / SCRATCH
@@ -200,8 +223,12 @@ def _write_pack(store: Store, trees: set[str]) -> tuple[int, set[str]]:
     scratch.mkdir(parents=True)
     builder = pygit2.PackBuilder(store.repo)
     try:
-        for tree in sorted(trees):
-            builder.add_recur(pygit2.Oid(hex=tree))
+        if only is None:
+            for tree in sorted(trees):
+                builder.add_recur(pygit2.Oid(hex=tree))
+        else:
+            for raw in sorted(only):
+                builder.add(pygit2.Oid(raw=raw))  # this object alone, not what it names
         builder.write(str(scratch))
     except (pygit2.GitError, KeyError, ValueError) as exc:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -229,7 +256,71 @@ def _count_reachable(store: Store, trees: set[str]) -> int:
     return len(seen)
 
 
+def _live_objects(store: Store, trees: set[str]) -> set[bytes]:
+    """Raw ids of the live trees and of every tree and blob below them (blobs unread)."""
+    import pygit2
+
+    found: set[bytes] = set()
+    stack = [pygit2.Oid(hex=t) for t in trees]
+    try:
+        while stack:
+            oid = stack.pop()
+            if oid.raw in found:
+                continue
+            found.add(oid.raw)
+            tree = store.repo[oid]
+            if not isinstance(tree, pygit2.Tree):
+                raise StoreError(f"gc stopped, nothing deleted: {oid} is not a tree")
+            for entry in tree:
+                if entry.filemode == pygit2.enums.FileMode.TREE:
+                    stack.append(entry.id)
+                elif entry.filemode != pygit2.enums.FileMode.COMMIT:
+                    found.add(entry.id.raw)
+    except (pygit2.GitError, KeyError, ValueError) as exc:
+        raise StoreError(f"gc stopped, nothing deleted: {exc}") from exc
+    return found
+
+
+@dataclass(frozen=True)
+class _Shared:
+    """A pack (its .idx and .pack) or loose object the source repository links too."""
+
+    files: tuple[Path, ...]
+    ids: frozenset[bytes]
+
+
+def _shared_files(objects: Path) -> list[_Shared]:
+    """Shared packs (with a readable v2 index) and loose objects.
+
+    A shared pack whose index cannot be read is treated as the store's own:
+    its live objects are copied, which is safe, only not free.
+    """
+    found: list[_Shared] = []
+    for idx in (objects / "pack").glob("pack-*.idx"):
+        pack = idx.with_suffix(".pack")
+        index = packwriter.read_pack_index(idx) if _is_shared(pack) else None
+        if index is not None:
+            found.append(_Shared((idx, pack), frozenset(index.names())))
+    for path in _all_loose(objects):
+        if _is_shared(path):
+            found.append(_Shared((path,), frozenset({bytes.fromhex(path.parent.name + path.name)})))
+    return found
+
+
+def _is_shared(path: Path) -> bool:
+    """More than one name for the file: the source repository still holds it too."""
+    try:
+        return os.lstat(path).st_nlink > 1
+    except OSError:
+        return False
+
+
 def _loose_objects(objects: Path) -> list[Path]:
+    """The loose objects the store alone holds; shared ones stay as they are."""
+    return [p for p in _all_loose(objects) if not _is_shared(p)]
+
+
+def _all_loose(objects: Path) -> list[Path]:
     found: list[Path] = []
     for sub in objects.iterdir():
         if _LOOSE_DIR.match(sub.name):
@@ -253,9 +344,33 @@ def remove_orphans(objects: Path) -> int:
 
 
 def _size(path: Path) -> int:
+    """Bytes only the store holds: files with one link.
+
+    A file shared with the source repository costs no disk while the source
+    keeps its name, so neither gc's report nor the size budget counts it.
+    """
     total = 0
     for dirpath, _dirs, files in os.walk(path):
         for name in files:
             with contextlib.suppress(OSError):
-                total += os.lstat(os.path.join(dirpath, name)).st_size
+                st = os.lstat(os.path.join(dirpath, name))
+                total += st.st_size if st.st_nlink == 1 else 0
     return total
+
+
+def count_loose_objects(store: Store) -> int:
+    return len(_loose_objects(store.root / "git" / "objects"))
+
+
+def pack_loose_objects(store: Store) -> int:
+    """Pack every loose object now; the caller holds the store lock. Returns how many.
+
+    Captures call this so a long session of small checkpoints does not pay a
+    filesystem block per object until the next gc.
+    """
+    loose = _loose_objects(store.root / "git" / "objects")
+    if not loose:
+        return 0
+    report = GcReport(str(store.root))
+    _pack_loose(store, report, loose)
+    return report.objects_kept
