@@ -23,7 +23,8 @@ Entry = tuple[int, int, int, int, int, bytes]
 class Manifest:
     tree: str | None = None  # hex id of the tree these entries make up
     entries: dict[str, Entry] = field(default_factory=dict)
-    index_sig: tuple[int, int, int] | None = None  # stat of the shadow index it matches
+    trees: dict[str, bytes] = field(default_factory=dict)  # directory -> raw tree id of ``tree``
+    loose: int = 0  # objects written loose since they were last packed (an estimate)
 
 
 def load(path: Path) -> Manifest:
@@ -31,8 +32,9 @@ def load(path: Path) -> Manifest:
         data = marshal.loads(path.read_bytes())
         if not isinstance(data, dict) or data.get("version") != VERSION:
             return Manifest()
-        sig = data["index_sig"]
-        return Manifest(data["tree"], data["entries"], tuple(sig) if sig else None)
+        # A manifest without "trees" (an older one) costs one full tree build.
+        return Manifest(data["tree"], data["entries"], dict(data.get("trees") or {}),
+                        int(data.get("loose", 0)))
     except (OSError, EOFError, ValueError, TypeError, KeyError):
         return Manifest()
 
@@ -42,6 +44,7 @@ def save(path: Path, manifest: Manifest) -> None:
         "version": VERSION,
         "tree": manifest.tree,
         "entries": manifest.entries,
-        "index_sig": manifest.index_sig,
+        "trees": manifest.trees,
+        "loose": manifest.loose,
     }
     write_atomic(path, marshal.dumps(payload))

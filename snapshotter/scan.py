@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable, Container
+from collections.abc import Callable, Collection, Container
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,6 +47,9 @@ class ScanResult:
     entries: dict[str, Stat] = field(default_factory=dict)
     skipped: dict[str, Skip] = field(default_factory=dict)
     nested: list[str] = field(default_factory=list)  # nested repositories entered
+    # Kept by watched walks (``on_dir``), so ``rescan`` can redo single directories:
+    dirs: dict[str, _Dir] = field(default_factory=dict)  # each walked dir, as it was entered
+    linked: set[str] = field(default_factory=set)  # files with other hard links
 
 
 @dataclass(frozen=True)
@@ -95,6 +98,76 @@ def scan(
     return walker.result
 
 
+def rescan(
+    tree: Worktree,
+    last: ScanResult,
+    changed_dirs: Collection[str],
+    *,
+    previous: Container[str],
+    max_new_file_size: int,
+    excluded: frozenset[str] = frozenset(),
+    max_files: int | None = None,
+    on_dir: Callable[[str], None] | None = None,
+) -> ScanResult | None:
+    """``last`` (a watched walk) with only ``changed_dirs`` (relative) listed again.
+
+    Correct only when nothing else changed: no ignore-rule file, no index, no
+    directory moved (the watcher's job to know). A new subdirectory is walked
+    whole; one that went takes its subtree along. None when a changed
+    directory has become a repository of its own: walk everything then.
+    """
+    scope = tree.scope
+    if scope and any(d not in last.dirs and (not d or scope.startswith(d + "/"))
+                     for d in changed_dirs):
+        return None  # above the scope: the scope directory itself may have come or gone
+    redo = {d for d in changed_dirs if d in last.dirs}
+    walker = _Walker(tree, previous, max_new_file_size, excluded)
+    walker.max_files = max_files
+    walker.on_dir = on_dir
+    for d in redo:
+        if d and os.path.lexists(os.path.join(walker.root, d, ".git")):
+            return None
+    result = walker.result
+    result.dirs = dict(last.dirs)
+    # Inline parent tests: this runs over every path of the worktree.
+    result.linked = {rel for rel in last.linked if rel.rpartition("/")[0] not in redo}
+    result.entries = {
+        rel: st for rel, st in last.entries.items() if rel.rpartition("/")[0] not in redo
+    }
+    result.skipped = {
+        rel: sk for rel, sk in last.skipped.items() if rel.rpartition("/")[0] not in redo
+    }
+    for d in sorted(redo):
+        if d not in result.dirs:
+            continue  # went with a parent directory redone before it
+        result.skipped.pop(d, None)  # "unreadable directory", if it was
+        listed = walker._visit(result.dirs[d])
+        kept = {child.rel for child in listed}
+        for child in listed:
+            if child.rel not in result.dirs:
+                walker.run(child)  # new (or newly entered): walked whole
+        for sub in [s for s in result.dirs if _parent(s) == d and s != d]:
+            if sub not in kept:
+                _drop_subtree(result, sub)
+    if max_files is not None and len(result.entries) > max_files:
+        raise TooManyFiles(max_files)
+    return result
+
+
+def _parent(rel: str) -> str:
+    return rel.rpartition("/")[0]
+
+
+def _drop_subtree(result: ScanResult, rel: str) -> None:
+    """Forget directory ``rel`` and all below it (a file now named ``rel`` stays)."""
+    prefix = rel + "/"
+    result.dirs.pop(rel, None)
+    for table in (result.entries, result.skipped, result.dirs):
+        for key in [k for k in table if k.startswith(prefix)]:
+            del table[key]
+    result.linked = {k for k in result.linked if not k.startswith(prefix)}
+
+
 class _Walker:
     def __init__(
         self, tree: Worktree, previous: Container[str], limit: int, excluded: frozenset[str]
@@ -104,7 +177,6 @@ class _Walker:
         self.previous = previous
         self.limit = limit
         self.excluded = excluded
-        self.global_rules = global_rules(tree)
         self.result = ScanResult()
         self.index_cache: Path | None = None
         self.max_files: int | None = None
@@ -112,7 +184,7 @@ class _Walker:
 
     def start_dir(self) -> _Dir | None:
         """The scope's directory, with the rules of every directory above it."""
-        ctx = top_context(self.tree, self.global_rules, self.index_cache)
+        ctx = top_context(self.tree, global_rules(self.tree), self.index_cache)
         current = _Dir("", ctx, ctx.rules, False)
         if not self.tree.scope:
             return current
@@ -138,6 +210,7 @@ class _Walker:
         dir_abs = os.path.join(self.root, d.rel) if d.rel else self.root
         if self.on_dir is not None:
             self.on_dir(dir_abs)
+            self.result.dirs[d.rel] = d
         try:
             with os.scandir(dir_abs) as it:
                 entries = list(it)  # order does not matter: trees are sorted later
@@ -233,6 +306,8 @@ class _Walker:
             )
             return
         self.result.entries[rel] = (mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+        if st.st_nlink > 1 and self.on_dir is not None:
+            self.result.linked.add(rel)
         if self.max_files is not None and len(self.result.entries) > self.max_files:
             raise TooManyFiles(self.max_files)
 

@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from snapshotter import manifest as manifest_io
-from snapshotter import packwriter, treebuild
+from snapshotter import packwriter, treebuild, watch
 from snapshotter.errors import CaptureFailed, StoreError
 from snapshotter.fileio import TEMP_PREFIX, remove_temp_files
-from snapshotter.scan import MODE_LINK, Skip, Stat, scan
-from snapshotter.worktree import Worktree
+from snapshotter.ignore import global_excludes_file
+from snapshotter.scan import MODE_LINK, ScanResult, Skip, Stat, rescan, scan
+from snapshotter.worktree import Worktree, config_value
 
 if TYPE_CHECKING:
     import filelock
@@ -37,6 +38,11 @@ LOCK_TIMEOUT_S = 30.0
 # From this many files to hash, one pack beats one loose object per file.
 BULK_MIN_FILES = 64
 BULK_MAX_FILE_BYTES = 32 * 1024 * 1024
+# Past this many loose objects a capture packs them (about 40 one-file checkpoints).
+LOOSE_PACK_AT = 256
+# Files with other hard links are re-checked by stat on every watched capture
+# (a write through another name raises no event here); past this, just walk.
+MAX_LINKED = 1000
 # restore.py's temp file next to its target (prefix + 12 hex digits).
 RESTORE_TEMP = re.compile(rf"(?:^|/){re.escape(TEMP_PREFIX)}[0-9a-f]{{12}}$")
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
@@ -126,8 +132,9 @@ class Store:
 
     def _recover(self) -> None:
         """Clear what a killed process may have left; we hold the lock, so it is stale."""
-        with contextlib.suppress(OSError):
-            os.unlink(self.root / "index.lock")
+        for leftover in ("index.lock", "index"):  # the shadow index of older versions
+            with contextlib.suppress(OSError):
+                os.unlink(self.root / leftover)
         remove_temp_files(self.root)
         packwriter.clean_pack_dir(self.root / "git" / "objects" / "pack")
 
@@ -148,12 +155,36 @@ class Store:
                 raise CaptureFailed(f"{exc.strerror or exc}: {exc.filename or ''}") from exc
 
     def _capture(self, limit: int, excluded: frozenset[str], max_files: int | None) -> Capture:
+        watcher = watch.for_worktree(self.worktree.root) if watch.enabled() else None
+        if watcher is not None and not watcher.poll():
+            watcher = None
+        key = (self.worktree.scope, limit, excluded, max_files)
+        last = watcher.recall(key) if watcher is not None else None
+        if watcher is not None:
+            watcher.forget(key)  # remembered again only if this capture succeeds
+        if last is not None and (_signature(last.files) != last.env or not self._has(last.tree)):
+            last = None
+        if last is not None:
+            last.dirty.update(self._relinked(last.scan))
+            if not last.dirty:
+                watcher.remember(key, last)  # type: ignore[union-attr]
+                return Capture(last.tree, dict(last.scan.skipped))
+        rule_files = last.files if last else self._rule_files() if watcher else ()
+        env = last.env if last else _signature(rule_files)  # before the walk
         manifest_path = self.root / "manifest"
         old = manifest_io.load(manifest_path)
         started = time.time_ns()
-        result = scan(self.worktree, previous=old.entries, max_new_file_size=limit,
-                      excluded=excluded, index_cache=self.root / "source-index.cache",
-                      max_files=max_files)
+        on_dir = watcher.watch_dir if watcher is not None else None
+        result = None
+        if last is not None:
+            changed_dirs = {watcher.relative(d) for d in last.dirty}  # type: ignore[union-attr]
+            result = rescan(self.worktree, last.scan, changed_dirs, previous=old.entries,
+                            max_new_file_size=limit, excluded=excluded, max_files=max_files,
+                            on_dir=on_dir)
+        if result is None:
+            result = scan(self.worktree, previous=old.entries, max_new_file_size=limit,
+                          excluded=excluded, index_cache=self.root / "source-index.cache",
+                          max_files=max_files, on_dir=on_dir)
         for rel in [r for r in result.entries if TEMP_PREFIX in r and RESTORE_TEMP.search(r)]:
             # A restore killed between writing its temp file and the rename: never
             # the user's, and stale (restores hold this lock), so it goes.
@@ -169,9 +200,23 @@ class Store:
                 entries[rel] = prior
             else:
                 stale.append((rel, st, prior))
-        known = self._bulk(stale) if len(stale) >= BULK_MIN_FILES else {}
+        known: dict[str, bytes] = {}
+        if len(stale) >= BULK_MIN_FILES:
+            # What git has already hashed takes its ids (and objects) from the source.
+            from snapshotter.seed import seed
+
+            known = seed(self.root / "git", self.worktree,
+                         {rel: st for rel, st, _prior in stale}, result.entries)
+            self.reopen()
+            rest = [item for item in stale if item[0] not in known]
+            if len(rest) >= BULK_MIN_FILES:
+                known.update(self._bulk(rest))
+        loose = old.loose
         for rel, st, prior in stale:
-            oid = known.get(rel) or self._hash(rel, st[0], result.skipped)
+            oid = known.get(rel)
+            if oid is None:
+                oid = self._hash(rel, st[0], result.skipped)
+                loose += oid is not None
             if oid is None:
                 continue
             racy = st[2] >= started - RACY_WINDOW_NS
@@ -184,19 +229,76 @@ class Store:
                 if not self.worktree.in_scope(rel):
                     entries[rel] = entry
         removed = [rel for rel in old.entries if rel not in entries]
-        tree, sig = old.tree, old.index_sig
-        if tree is None or changed or removed or not self._has(tree):
-            tree = self._write_tree(old, entries, changed, removed)
-            sig = self._index_sig()
-        if tree != old.tree or sig != old.index_sig or entries != old.entries:
-            manifest_io.save(manifest_path, manifest_io.Manifest(tree, entries, sig))
+        tree, trees = old.tree, old.trees
+        if tree is None or changed or removed or not trees or not self._has(tree):
+            tree, trees, written = self._write_trees(old, entries, [*changed, *removed])
+            loose += written
+        if loose >= LOOSE_PACK_AT:
+            loose = self._pack_loose()
+        if (tree != old.tree or trees != old.trees or entries != old.entries
+                or loose != old.loose):
+            manifest_io.save(manifest_path, manifest_io.Manifest(tree, entries, trees, loose))
+        if watcher is not None and not result.nested and len(result.linked) <= MAX_LINKED:
+            # Nested repositories have rule files of their own: those always walk.
+            watcher.remember(key, watch.Remembered(rule_files, env, tree, result))
         return Capture(tree, result.skipped)
+
+    def _relinked(self, last: ScanResult) -> set[str]:
+        """Directories of hard-linked files changed through another name (no event here)."""
+        found = set()
+        root = str(self.worktree.root)
+        for rel in last.linked:
+            path = os.path.join(root, rel)
+            try:
+                st = os.lstat(path)
+                now = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+            except OSError:
+                now = None
+            if now != last.entries.get(rel, (0,))[1:]:
+                found.add(os.path.dirname(path))
+        return found
+
+    def _pack_loose(self) -> int:
+        """Loose objects into one pack, so many small checkpoints cost bytes, not blocks.
+
+        Each loose object takes a whole filesystem block: a one-line edit
+        four levels deep wrote ~24 KB before. Returns the new loose count.
+        """
+        from snapshotter import gc
+
+        try:
+            # The count is an estimate (a gc may have packed them since): check first.
+            found = gc.count_loose_objects(self)
+            if found < LOOSE_PACK_AT:
+                return found
+            gc.pack_loose_objects(self)
+        except (StoreError, OSError):
+            return LOOSE_PACK_AT // 2  # the capture stands; packing is tried again later
+        return 0
+
+    def _rule_files(self) -> tuple[str, ...]:
+        """Files outside the walked directories that decide what a walk keeps."""
+        tree = self.worktree
+        configured = config_value(tree.common_dir, "core.excludesFile")
+        home = Path(os.path.expanduser("~"))
+        xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
+        return tuple(str(p) for p in (
+            tree.git_dir / "index",
+            tree.common_dir / "info" / "exclude",
+            tree.common_dir / "config",
+            home / ".gitconfig",
+            xdg / "git" / "config",
+            Path("/etc/gitconfig"),
+            tree.root / global_excludes_file(configured),
+        ))
 
     def _bulk(self, stale: Sequence[tuple[str, Stat, object]]) -> dict[str, bytes]:
         """Blob ids for many files at once, written as one pack, not loose objects.
 
-        (Taking ids from the source index and copying its objects was tried:
-        inflating packed source objects cost more than reading the files.)
+        (Files the source index vouches for never get here: seed.py takes their
+        ids from it and hard-links the source's objects, which neither reads
+        nor inflates anything; copying packed source objects cost more than
+        reading the files.)
         """
         found: dict[str, bytes] = {}
 
@@ -250,54 +352,32 @@ class Store:
             skipped[rel] = Skip(rel, f"unreadable: {getattr(exc, 'strerror', None) or exc}")
             return None
 
-    def _write_tree(
-        self,
-        old: manifest_io.Manifest,
-        entries: dict[str, manifest_io.Entry],
-        changed: dict[str, manifest_io.Entry],
-        removed: list[str],
-    ) -> str:
+    def _write_trees(
+        self, old: manifest_io.Manifest, entries: dict[str, manifest_io.Entry], paths: list[str]
+    ) -> tuple[str, dict[str, bytes], int]:
+        """(root tree, directory -> tree id, loose objects written) for ``entries``.
+
+        With the previous build's ids at hand only the trees above ``paths``
+        are hashed and written (loose: a few per capture); otherwise every
+        tree is, into one pack.
+        """
         import pygit2
 
-        index_path = self.root / "index"
-        index = pygit2.Index(str(index_path))
         incremental = (
-            old.tree is not None and self._has(old.tree) and old.index_sig == self._index_sig()
+            old.tree is not None and old.trees.get("") == bytes.fromhex(old.tree)
+            and self._has(old.tree)
         )
-        if not incremental:
-            return self._rebuild_tree(index, entries)
-        for rel in removed:
-            with contextlib.suppress(OSError, KeyError):
-                index.remove(rel)
-        for rel, entry in changed.items():
-            mode = pygit2.enums.FileMode(entry[0])
-            index.add(pygit2.IndexEntry(rel, pygit2.Oid(raw=entry[5]), mode))
-        tree = str(index.write_tree(self.repo))
-        # Written after write_tree so the cached tree extension survives
-        # (writing first makes every later capture re-hash all trees).
-        index.write()
-        return tree
-
-    def _rebuild_tree(self, index: pygit2.Index, entries: dict[str, manifest_io.Entry]) -> str:
-        """Every tree built in memory and packed at once; the index re-read from it."""
-        import pygit2
-
-        root, trees = treebuild.build({rel: (e[0], e[5]) for rel, e in entries.items()})
+        if incremental:
+            root, trees, ids = treebuild.update(entries, old.trees, paths)
+            odb = self.repo.odb
+            for _oid, data in trees:
+                odb.write(pygit2.enums.ObjectType.TREE, data)
+            return root.hex(), ids, len(trees)
+        root, trees, ids = treebuild.build(entries)
         objects = ((oid, treebuild.TREE, data) for oid, data in trees)
         packwriter.write_pack(self.root / "git" / "objects" / "pack", objects)
         self.reopen()
-        tree = self.repo[pygit2.Oid(raw=root)]
-        assert isinstance(tree, pygit2.Tree)
-        index.read_tree(tree)  # also fills the cached-tree extension
-        index.write()
-        return str(tree.id)
-
-    def _index_sig(self) -> tuple[int, int, int] | None:
-        try:
-            st = os.stat(self.root / "index")
-        except OSError:
-            return None
-        return (st.st_mtime_ns, st.st_size, st.st_ino)
+        return root.hex(), ids, 0
 
     def _has(self, oid: str) -> bool:
         try:
@@ -338,6 +418,19 @@ class Store:
         if not isinstance(obj, pygit2.Tree):
             raise StoreError(f"{tree} is not a tree")
         return obj
+
+
+def _signature(paths: tuple[str, ...]) -> tuple[tuple[int, ...] | None, ...]:
+    """Stat data of each path (None when absent): any edit, create or delete shows."""
+    found: list[tuple[int, ...] | None] = []
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except OSError:
+            found.append(None)
+            continue
+        found.append((st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino))
+    return tuple(found)
 
 
 def _readable(path: str) -> bool | None:

@@ -1,47 +1,72 @@
-"""Tree objects for a whole snapshot, built in memory (for one pack).
+"""Tree objects built in memory: a whole snapshot at once, or just what changed.
 
 libgit2 writes each tree of a full rebuild as a loose object, about a
 second per 500 trees on this kind of disk; hashing them here and packing them
-with the blobs avoids that.
+with the blobs avoids that. After one full build, the id of every directory's
+tree is kept (in the stat cache), so a capture that changed a few files
+re-hashes only the trees on their way to the root.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from snapshotter.packwriter import object_id
 
 TREE = 2
 MODE_TREE = 0o40000
 
+# path -> a record whose first item is the mode and last item the raw blob id
+Entries = Mapping[str, Sequence[object]]
+Built = tuple[bytes, list[tuple[bytes, bytes]], dict[str, bytes]]
 
-def build(entries: Mapping[str, tuple[int, bytes]]) -> tuple[bytes, list[tuple[bytes, bytes]]]:
-    """``path → (mode, blob id)`` to (root tree id, [(tree id, tree bytes)])."""
-    children: dict[str, list[tuple[bytes, int, bytes]]] = {"": []}
-    for path, (mode, oid) in entries.items():
+
+def build(entries: Entries) -> Built:
+    """(root tree id, [(tree id, tree bytes)], directory -> tree id) for ``entries``."""
+    return update(entries, {}, entries, everything=True)
+
+
+def update(entries: Entries, trees: Mapping[str, bytes], paths: Iterable[str],
+           *, everything: bool = False) -> Built:
+    """The trees after ``paths`` (added, changed or removed) changed in ``entries``.
+
+    ``trees`` is the directory -> tree id map of the build before; only the
+    directories holding ``paths`` and their ancestors are hashed again, and
+    only their trees are returned (a directory left empty disappears).
+    """
+    affected = {""}
+    for path in paths:
+        parent = path.rpartition("/")[0]
+        while parent not in affected:
+            affected.add(parent)
+            parent = parent.rpartition("/")[0]
+    files: dict[str, list[tuple[bytes, int, bytes]]] = {d: [] for d in affected}
+    for path, record in entries.items():
         parent, _, name = path.rpartition("/")
-        if parent not in children:
-            ancestor = parent
-            while ancestor and ancestor not in children:
-                children[ancestor] = []
-                ancestor = ancestor.rpartition("/")[0]
-        children[parent].append((name.encode(), mode, oid))
-    trees: list[tuple[bytes, bytes]] = []
-    ids: dict[str, bytes] = {}
-    for directory in sorted(children, key=lambda d: d.count("/") + bool(d), reverse=True):
-        items = list(children[directory])
+        if parent in files:
+            files[parent].append((name.encode(), record[0], record[-1]))  # type: ignore[arg-type]
+    subdirs: dict[str, set[str]] = {}
+    for directory in (*trees, *affected):
         if directory:
-            parent, _, name = directory.rpartition("/")
+            subdirs.setdefault(directory.rpartition("/")[0], set()).add(directory)
+    ids = {} if everything else dict(trees)
+    written: list[tuple[bytes, bytes]] = []
+    for directory in sorted(affected, key=lambda d: d.count("/") + bool(d), reverse=True):
+        items = files[directory]
+        for sub in subdirs.get(directory, ()):
+            oid = ids.get(sub)
+            if oid is not None:
+                items.append((sub.rpartition("/")[2].encode(), MODE_TREE, oid))
+        if not items and directory:
+            ids.pop(directory, None)  # git has no empty directories
+            continue
         data = b"".join(
-            b"%o %s\0" % (mode, name) + oid
-            for name, mode, oid in sorted(items, key=_git_order)
+            b"%o %s\0" % (mode, name) + oid for name, mode, oid in sorted(items, key=_git_order)
         )
         oid = object_id(TREE, data)
-        trees.append((oid, data))
+        written.append((oid, data))
         ids[directory] = oid
-        if directory:
-            children[parent].append((name.encode(), MODE_TREE, oid))
-    return ids[""], trees
+    return ids[""], written, ids
 
 
 def _git_order(item: tuple[bytes, int, bytes]) -> bytes:

@@ -1,12 +1,12 @@
-"""Knowing that nothing changed without walking the worktree (Linux inotify).
+"""Knowing which directories changed without walking the worktree (Linux inotify).
 
 A long-lived process (the hook server, or a runtime that calls ``enable()``)
-keeps one inotify watch per directory the last full scan entered. Any event
-in any of them, a lost-event overflow, or a failed watch means "walk again";
-only a capture that saw no event at all since the last full scan reuses that
-scan's tree. Nothing here decides *what* changed: the answer is only ever
-"nothing" or "don't know", so a missed optimisation costs a walk, never a
-wrong snapshot.
+keeps one inotify watch per directory a walk entered. An event names the
+directory whose listing or files changed; only those are listed again
+(``scan.rescan``), and with no event at all the last tree is reused. What
+cannot be pinned to one directory — a lost-event overflow, a moved
+directory, a ``.gitignore`` edit, a failed watch — means "walk everything",
+so a missed case costs a walk, never a wrong snapshot.
 
 Limits, on purpose: only local filesystems (network and FUSE mounts do not
 report other machines' writes), and not for writes made through ``mmap``
@@ -21,7 +21,7 @@ import os
 import struct
 import sys
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,10 @@ _IN_CREATE = 0x100
 _IN_DELETE = 0x200
 _IN_DELETE_SELF = 0x400
 _IN_MOVE_SELF = 0x800
+_IN_UNMOUNT = 0x2000
+_IN_Q_OVERFLOW = 0x4000
+_IN_IGNORED = 0x8000
+_IN_ISDIR = 0x40000000
 _IN_ONLYDIR = 0x1000000
 _IN_DONT_FOLLOW = 0x2000000
 _IN_NONBLOCK = os.O_NONBLOCK
@@ -54,6 +58,7 @@ MAX_WATCHERS = 8  # one inotify instance each; the kernel allows 128 per user
 
 _enabled = False
 _watchers: OrderedDict[str, Watcher] = OrderedDict()
+_unsupported: set[str] = set()
 
 
 def enable(on: bool = True) -> None:
@@ -81,9 +86,14 @@ def for_worktree(root: Path) -> Watcher | None:
     if watcher is not None:
         watcher.close()
         del _watchers[key]
+    if key in _unsupported:
+        return None
+    if not supported(root):
+        _unsupported.add(key)  # a network mount stays one: no need to ask again
+        return None
     watcher = Watcher.create(root)
     if watcher is None:
-        return None
+        return None  # out of inotify instances, perhaps only for now
     _watchers[key] = watcher
     while len(_watchers) > MAX_WATCHERS:
         _watchers.popitem(last=False)[1].close()
@@ -93,32 +103,38 @@ def for_worktree(root: Path) -> Watcher | None:
 def close_all() -> None:
     while _watchers:
         _watchers.popitem()[1].close()
+    _unsupported.clear()
 
 
-@dataclass(frozen=True)
+@dataclass
 class Remembered:
-    """A full scan's answer: valid while no event arrives and ``files`` still match ``env``."""
+    """A walk's answer, and the directories changed since (absolute paths).
 
-    generation: int
-    files: tuple[str, ...]  # rule files outside the watched directories
-    env: tuple[Any, ...]  # their stat data before the walk
+    Valid while ``files`` (rule files outside the watched directories) still
+    match ``env``, their stat data taken before the walk.
+    """
+
+    files: tuple[str, ...]
+    env: tuple[Any, ...]
     tree: str
-    skipped: dict[str, Any]
+    scan: Any  # the walk's ScanResult, for scan.rescan
+    dirty: set[str] = field(default_factory=set)
 
 
 class Watcher:
     """One inotify instance over the directories of one worktree."""
 
-    def __init__(self, fd: int, add_watch: Any) -> None:
+    def __init__(self, fd: int, add_watch: Any, root: Path) -> None:
         self._fd = fd
         self._add_watch = add_watch
-        self.generation = 0
+        self.root = str(root)
         self.broken = False
+        self._paths: dict[int, str] = {}  # watch descriptor -> directory
         self._memory: dict[tuple[Any, ...], Remembered] = {}
 
     @classmethod
     def create(cls, root: Path) -> Watcher | None:
-        if not sys.platform.startswith("linux") or filesystem_type(root) not in LOCAL_FILESYSTEMS:
+        if not supported(root):
             return None
         try:
             import ctypes
@@ -132,52 +148,88 @@ class Watcher:
         fd = init(_IN_NONBLOCK | _IN_CLOEXEC)
         if fd < 0:
             return None  # out of inotify instances: walk as usual
-        return cls(fd, add_watch)
+        return cls(fd, add_watch, root)
 
     def watch_dir(self, path: str) -> None:
         """Watch ``path`` (call before listing it, so no change slips in between)."""
         if self.broken:
             return
-        if self._add_watch(self._fd, os.fsencode(path), _MASK) < 0:
+        wd = self._add_watch(self._fd, os.fsencode(path), _MASK)
+        if wd < 0:
             # Out of watches (ENOSPC), permissions, or the directory went: this
-            # scan's answer cannot be trusted later, so stop trusting any.
-            self.broken = True
+            # walk's answer cannot be trusted later, so stop trusting any.
+            self.close()
+            return
+        self._paths[wd] = path
 
-    def poll(self) -> int | None:
-        """Drain pending events; the generation (bumped by any event), None if unusable."""
+    def poll(self) -> bool:
+        """Drain pending events into every remembered walk; False if unusable."""
         if self.broken:
-            return None
+            return False
         while True:
             try:
                 data = os.read(self._fd, 65536)
             except BlockingIOError:
-                break
+                return True
             except OSError:
-                self.broken = True
-                return None
+                self.close()
+                return False
             if not data:
-                break
-            # Which event it was does not matter: every one means "walk again"
-            # (overflow and removed watches included).
-            self.generation += 1
-            self._memory.clear()
-        return self.generation
+                return True
+            self._absorb(data)
 
-    def recall(self, key: tuple[Any, ...], generation: int | None) -> Remembered | None:
-        found = self._memory.get(key)
-        if found is None or generation is None or found.generation != generation:
-            return None
-        return found
+    def _absorb(self, data: bytes) -> None:
+        offset = 0
+        while offset + _EVENT.size <= len(data):
+            wd, mask, _cookie, size = _EVENT.unpack_from(data, offset)
+            name = data[offset + _EVENT.size : offset + _EVENT.size + size].rstrip(b"\0")
+            offset += _EVENT.size + size
+            if mask & _IN_IGNORED:  # the watch went with its directory (or was dropped)
+                where = self._paths.pop(wd, None)
+                for memory in self._memory.values():
+                    if where is not None:
+                        memory.dirty.add(where)
+                continue
+            where = self._paths.get(wd)
+            if (
+                where is None
+                or mask & (_IN_Q_OVERFLOW | _IN_MOVE_SELF | _IN_UNMOUNT)
+                or (mask & _IN_ISDIR and mask & (_IN_MOVED_FROM | _IN_MOVED_TO))
+                or name == b".gitignore"
+            ):
+                # Lost events, a moved directory (every path below it is
+                # stale) or new ignore rules: only a full walk is right.
+                self._memory.clear()
+                continue
+            for memory in self._memory.values():
+                memory.dirty.add(where)
+
+    def relative(self, path: str) -> str:
+        return "" if path == self.root else path[len(self.root) + 1 :]
+
+    def recall(self, key: tuple[Any, ...]) -> Remembered | None:
+        return self._memory.get(key)
 
     def remember(self, key: tuple[Any, ...], answer: Remembered) -> None:
         if not self.broken:
             self._memory[key] = answer
 
+    def forget(self, key: tuple[Any, ...]) -> None:
+        self._memory.pop(key, None)
+
     def close(self) -> None:
+        """Idempotent: a second close must never hit a descriptor reused since."""
         self.broken = True
         self._memory.clear()
-        with contextlib.suppress(OSError):
-            os.close(self._fd)
+        self._paths.clear()
+        fd, self._fd = self._fd, -1
+        if fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def supported(root: Path) -> bool:
+    return sys.platform.startswith("linux") and filesystem_type(root) in LOCAL_FILESYSTEMS
 
 
 def filesystem_type(path: Path) -> str | None:

@@ -608,3 +608,23 @@ def test_incremental_captures_equal_fresh_captures(
         assert incremental == fresh, (
             f"after step {number} the incremental tree should equal a fresh one"
         )
+
+
+def test_small_captures_pack_their_loose_objects(
+    repo: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from snapshotter import store as store_mod
+
+    monkeypatch.setattr(store_mod, "LOOSE_PACK_AT", 20)
+    engine = open_engine(repo, data_dir)
+    objects = engine.store.root / "git" / "objects"
+    trees = []
+    for i in range(30):
+        write(repo, f"deep/a/b/c{i % 3}.txt", f"version {i}\n")
+        trees.append(engine.capture().tree)
+        loose = [p for d in objects.glob("[0-9a-f][0-9a-f]") for p in d.iterdir()]
+        # One capture writes a blob and ~5 trees: never far past the threshold.
+        assert len(loose) < 20 + 8, f"capture {i} left {len(loose)} loose objects"
+    assert list((objects / "pack").glob("pack-*.idx")), "they went into packs"
+    for i, tree in enumerate(trees):  # every checkpoint is still whole
+        assert content(engine, tree, f"deep/a/b/c{i % 3}.txt") == f"version {i}\n".encode()

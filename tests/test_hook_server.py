@@ -76,3 +76,40 @@ def test_stale_socket_falls_back_to_in_process(
     assert engine is not None and len(list_checkpoints(engine.store, "s")) == 1, (
         "events were recorded even though no server answered"
     )
+
+
+def test_relative_and_default_data_dirs_reach_the_same_store_through_the_server(
+    tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The client sends --data-dir made absolute, or nothing: the server resolves the default."""
+    monkeypatch.setenv("SNAPSHOTTER_HOOK_SERVER", "1")
+    root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    sockets = []
+    try:
+        for option in (["--data-dir", "rel-data"], []):
+            target = work / "rel-data" if option else data_dir  # $SNAPSHOTTER_DATA_DIR
+            path = client.socket_path(str(work / "rel-data") if option else None)
+            assert path is not None
+            sockets.append(path)
+            cmd = [sys.executable, "-m", "snapshotter", *option, "hook"]
+            for i in range(3):  # the first starts the server; wait for it; then served
+                event = {"session_id": "s", "cwd": str(root), "hook_event_name": "turn_start"}
+                subprocess.run(cmd, input=json.dumps(event).encode(), cwd=work, timeout=60,
+                               check=True, capture_output=True)
+                write(root, "a.txt", f"{option} {i}\n")
+                event["hook_event_name"] = "turn_end"
+                subprocess.run(cmd, input=json.dumps(event).encode(), cwd=work, timeout=60,
+                               check=True, capture_output=True)
+                deadline = time.monotonic() + 30
+                while not path.exists() and time.monotonic() < deadline:
+                    time.sleep(0.1)
+            assert path.exists(), "a server came up for this data dir"
+            engine = Engine.open(root, data_dir_path=target, create=False)
+            assert engine is not None, f"the store is in {target}"
+            assert len(list_checkpoints(engine.store, "s")) == 3
+    finally:
+        for path in sockets:
+            with contextlib.suppress(OSError):
+                client.stop(path)

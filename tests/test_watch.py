@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import random
+import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,17 +32,23 @@ def watching() -> Iterator[None]:
 
 
 class Walks:
-    """Counts full walks (the real scan still runs)."""
+    """Counts full walks and partial rescans (the real ones still run)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.count = 0
-        real = scan_mod.scan
+        self.partial = 0
+        real_scan, real_rescan = scan_mod.scan, scan_mod.rescan
 
         def counted(*args: object, **kwargs: object) -> scan_mod.ScanResult:
             self.count += 1
-            return real(*args, **kwargs)  # type: ignore[arg-type]
+            return real_scan(*args, **kwargs)  # type: ignore[arg-type]
+
+        def counted_rescan(*args: object, **kwargs: object) -> scan_mod.ScanResult | None:
+            self.partial += 1
+            return real_rescan(*args, **kwargs)  # type: ignore[arg-type]
 
         monkeypatch.setattr(store_mod, "scan", counted)
+        monkeypatch.setattr(store_mod, "rescan", counted_rescan)
 
 
 @pytest.fixture
@@ -78,9 +86,27 @@ def test_disabled_always_walks(engine: Engine, walks: Walks) -> None:
     assert walks.count == 2
 
 
-@pytest.mark.parametrize("change", ["edit", "create", "delete", "chmod", "rename", "mkdir"])
-def test_every_kind_of_change_is_seen(engine: Engine, walks: Walks, change: str) -> None:
+def plain_capture(engine: Engine) -> str:
+    """The oracle: a full walk into a store of its own, watcher off."""
+    other = Engine.open(engine.root, data_dir_path=engine.store.root.parent.parent / "oracle")
+    assert other is not None
+    watch.enable(False)
+    try:
+        return other.capture().tree
+    finally:
+        watch.enable()
+
+
+@pytest.mark.parametrize(
+    ("change", "full"),
+    [("edit", False), ("create", False), ("delete", False), ("chmod", False),
+     ("rename", False), ("mkdir", False), ("rmtree", False), ("dir-rename", True),
+     ("gitignore", True), ("dir-to-file", False)],
+)
+def test_every_kind_of_change_is_seen(engine: Engine, walks: Walks, change: str,
+                                      full: bool) -> None:
     root = engine.root
+    write(root, "src/sub/deep.txt", "deep\n")
     before = engine.capture().tree
     if change == "edit":
         # Same size, and the old mtime put back: only the event can tell.
@@ -94,15 +120,22 @@ def test_every_kind_of_change_is_seen(engine: Engine, walks: Walks, change: str)
     elif change == "chmod":
         os.chmod(root / "src/b.py", 0o755)
     elif change == "rename":
-        os.rename(root / "src/b.py", root / "src/c.py")
-    else:
+        os.rename(root / "src/b.py", root / "c.py")
+    elif change == "mkdir":
         write(root, "deep/er/x.txt", "x\n")
+    elif change == "rmtree":
+        shutil.rmtree(root / "src/sub")
+    elif change == "dir-rename":
+        os.rename(root / "src/sub", root / "moved")
+    elif change == "gitignore":
+        write(root, "src/.gitignore", "*.py\n")
+    else:
+        shutil.rmtree(root / "src/sub")
+        write(root, "src/sub", "now a file\n")
     after = engine.capture().tree
-    assert walks.count == 2 and after != before
-    fresh = Engine.open(root, data_dir_path=engine.store.root.parent.parent / "other")
-    assert fresh is not None
-    watch.enable(False)
-    assert after == fresh.capture().tree, "the watched capture equals a plain walk"
+    assert after != before
+    assert walks.count == (2 if full else 1), "only what cannot be pinned down walks again"
+    assert after == plain_capture(engine), "the watched capture equals a plain walk"
 
 
 def test_changes_in_a_directory_made_after_the_first_walk(engine: Engine, walks: Walks) -> None:
@@ -166,3 +199,86 @@ def test_mountinfo_names_this_filesystem(tmp_path: Path) -> None:
     assert watch.filesystem_type(tmp_path) is not None
     assert watch.filesystem_type(Path("/proc/self")) == "proc"
     assert watch.Watcher.create(Path("/proc")) is None, "not a local disk filesystem"
+
+
+def _random_step(rng: random.Random, root: Path, step: int) -> str:
+    """One random change of the kinds an agent or a user makes; returns what it did."""
+    files = sorted(
+        p.relative_to(root).as_posix() for p in root.rglob("*")
+        if ".git" not in p.relative_to(root).parts and (p.is_file() or p.is_symlink())
+    )
+    dirs = sorted(
+        p.relative_to(root).as_posix() for p in root.rglob("*")
+        if ".git" not in p.relative_to(root).parts and p.is_dir() and not p.is_symlink()
+    )
+    where = rng.choice(["", *dirs])
+    leaf = f"f{step}_{rng.randrange(10**6)}"
+    name = f"{where}/{leaf}" if where else leaf
+    kind = rng.choice(["new", "new", "edit", "edit", "samesize", "delete", "move", "mkdir",
+                       "rmtree", "mvdir", "chmod", "symlink", "log", "gitignore", "swap",
+                       "hardlink", "index", "exclude"])
+    regular = [f for f in files if not (root / f).is_symlink()]
+    if kind == "new":
+        write(root, name + rng.choice([".txt", ".log", ".py"]), f"new {step}\n")
+    elif kind == "edit" and regular:
+        with open(root / rng.choice(regular), "ab") as f:
+            f.write(f"edit {step}\n".encode())
+    elif kind == "samesize" and regular:
+        path = root / rng.choice(regular)
+        st = path.stat()
+        data = path.read_bytes()
+        path.write_bytes(bytes(reversed(data)) if len(data) > 1 else b"Z")
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    elif kind == "delete" and files:
+        os.unlink(root / rng.choice(files))
+    elif kind == "move" and files:
+        os.rename(root / rng.choice(files), root / name)
+    elif kind == "mkdir":
+        write(root, f"{name}/x/y.txt", f"deep {step}\n")
+    elif kind == "rmtree" and dirs:
+        shutil.rmtree(root / rng.choice(dirs))
+    elif kind == "mvdir" and dirs:
+        source = rng.choice(dirs)
+        if not name.startswith(source + "/"):
+            os.rename(root / source, root / name)
+    elif kind == "chmod" and regular:
+        path = root / rng.choice(regular)
+        os.chmod(path, path.stat().st_mode ^ 0o100)
+    elif kind == "symlink":
+        os.symlink(rng.choice(["a.txt", "src", "missing"]), root / name)
+    elif kind == "log":
+        write(root, name + ".log", f"ignored {step}\n")
+    elif kind == "gitignore":
+        rules = rng.choice(["*.log\n", "*.py\n", "x/\n", "!f1*\n*.txt\n", ""])
+        write(root, f"{where}/.gitignore" if where else ".gitignore", rules)
+    elif kind == "swap" and dirs:
+        target = rng.choice(dirs)
+        shutil.rmtree(root / target)
+        write(root, target, f"was a directory {step}\n")
+    elif kind == "hardlink" and regular:
+        source = root / rng.choice(regular)
+        os.link(source, root / name)
+        with open(source, "ab") as f:  # written through the other name
+            f.write(b"through the other link\n")
+    elif kind == "index" and regular:
+        git(root, "add", "-f", "--", rng.choice(regular))
+    elif kind == "exclude":
+        write(root, ".git/info/exclude", rng.choice(["*.txt\n", "", "f1*\n"]))
+    return kind
+
+
+@pytest.mark.parametrize("seed", range(int(os.environ.get("SNAPSHOTTER_WATCH_SEEDS", "3"))))
+def test_watched_captures_match_plain_walks_through_random_changes(
+    engine: Engine, walks: Walks, seed: int
+) -> None:
+    rng = random.Random(seed)
+    engine.capture()
+    done = []
+    for step in range(40):
+        for _ in range(rng.randint(1, 3)):
+            done.append(_random_step(rng, engine.root, step))
+        watched = engine.capture().tree
+        assert watched == plain_capture(engine), f"seed {seed}, step {step}, after {done[-3:]}"
+        if rng.random() < 0.3:
+            assert engine.capture().tree == watched, "an unchanged tree stays put"
+    assert walks.partial > 10, "most captures redid single directories"
