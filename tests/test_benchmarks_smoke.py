@@ -11,7 +11,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 EXPECTED_FIGURES = {
     "floor", "ref_first", "ref_nochange", "ref_edit10", "ref_changes", "ref_restore10",
-    "first", "nochange", "edit10", "changes", "undo10", "hook", "ref_store_first",
+    "first", "nochange", "nochange_watch", "edit10", "changes", "undo10", "hook", "ref_store_first",
     "store_first", "checkpoints_growth", "checkpoints_growth_after_gc",
 }
 
