@@ -646,10 +646,11 @@ def targets(results: list[WorktreeResult]) -> list[dict[str, Any]]:
         add(res, "same with a full walk", res.ratio("nochange", "ref_nochange"), 1.0, False)
         add(res, "hook round trip / reference no-change", res.ratio("hook", "ref_nochange"),
             1.2 if res.label == "50k" else 1.5, big)
-        add(res, "first capture / reference first", res.ratio("first", "ref_first"), 0.05, True)
+        # The issue states these at 10k and 50k ("here: 10.9 s at 10k, 50.8 s at 50k").
+        add(res, "first capture / reference first", res.ratio("first", "ref_first"), 0.05, big)
         store = res.median("store_first")
         add(res, "store's own bytes after first capture / worktree bytes",
-            store * MB / res.disk_bytes if store is not None else None, 0.05, True)
+            store * MB / res.disk_bytes if store is not None else None, 0.05, big)
         add(res, "undo 10 files / our no-change capture (full walk, as the CLI runs it)",
             res.ratio("undo10", "nochange"), 1.2, True)
         if res.checkpoints:

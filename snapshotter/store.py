@@ -13,7 +13,7 @@ import os
 import re
 import stat
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -56,6 +56,16 @@ def store_key(root: Path) -> str:
 
 def stores_dir(data_dir: Path) -> Path:
     return data_dir / "snapshot"
+
+
+@dataclass
+class _Watched:
+    """One capture's view of the process's watcher (see watch.py)."""
+
+    watcher: watch.Watcher
+    last: watch.Remembered | None  # the previous walk, and what changed since
+    files: tuple[str, ...]  # rule files outside the watched directories
+    env: tuple[object, ...]  # their stat data before this capture's walk
 
 
 @dataclass
@@ -155,36 +165,15 @@ class Store:
                 raise CaptureFailed(f"{exc.strerror or exc}: {exc.filename or ''}") from exc
 
     def _capture(self, limit: int, excluded: frozenset[str], max_files: int | None) -> Capture:
-        watcher = watch.for_worktree(self.worktree.root) if watch.enabled() else None
-        if watcher is not None and not watcher.poll():
-            watcher = None
         key = (self.worktree.scope, limit, excluded, max_files)
-        last = watcher.recall(key) if watcher is not None else None
-        if watcher is not None:
-            watcher.forget(key)  # remembered again only if this capture succeeds
-        if last is not None and (_signature(last.files) != last.env or not self._has(last.tree)):
-            last = None
-        if last is not None:
-            last.dirty.update(self._relinked(last.scan))
-            if not last.dirty:
-                watcher.remember(key, last)  # type: ignore[union-attr]
-                return Capture(last.tree, dict(last.scan.skipped))
-        rule_files = last.files if last else self._rule_files() if watcher else ()
-        env = last.env if last else _signature(rule_files)  # before the walk
+        watched = self._watched(key)
+        if watched is not None and watched.last is not None and not watched.last.dirty:
+            watched.watcher.remember(key, watched.last)  # nothing happened since
+            return Capture(watched.last.tree, dict(watched.last.scan.skipped))
         manifest_path = self.root / "manifest"
         old = manifest_io.load(manifest_path)
         started = time.time_ns()
-        on_dir = watcher.watch_dir if watcher is not None else None
-        result = None
-        if last is not None:
-            changed_dirs = {watcher.relative(d) for d in last.dirty}  # type: ignore[union-attr]
-            result = rescan(self.worktree, last.scan, changed_dirs, previous=old.entries,
-                            max_new_file_size=limit, excluded=excluded, max_files=max_files,
-                            on_dir=on_dir)
-        if result is None:
-            result = scan(self.worktree, previous=old.entries, max_new_file_size=limit,
-                          excluded=excluded, index_cache=self.root / "source-index.cache",
-                          max_files=max_files, on_dir=on_dir)
+        result = self._walk(watched, old, limit, excluded, max_files)
         for rel in [r for r in result.entries if TEMP_PREFIX in r and RESTORE_TEMP.search(r)]:
             # A restore killed between writing its temp file and the rename: never
             # the user's, and stale (restores hold this lock), so it goes.
@@ -200,17 +189,7 @@ class Store:
                 entries[rel] = prior
             else:
                 stale.append((rel, st, prior))
-        known: dict[str, bytes] = {}
-        if len(stale) >= BULK_MIN_FILES:
-            # What git has already hashed takes its ids (and objects) from the source.
-            from snapshotter.seed import seed
-
-            known = seed(self.root / "git", self.worktree,
-                         {rel: st for rel, st, _prior in stale}, result.entries)
-            self.reopen()
-            rest = [item for item in stale if item[0] not in known]
-            if len(rest) >= BULK_MIN_FILES:
-                known.update(self._bulk(rest))
+        known = self._many_ids(stale, result.entries)
         loose = old.loose
         for rel, st, prior in stale:
             oid = known.get(rel)
@@ -238,10 +217,56 @@ class Store:
         if (tree != old.tree or trees != old.trees or entries != old.entries
                 or loose != old.loose):
             manifest_io.save(manifest_path, manifest_io.Manifest(tree, entries, trees, loose))
-        if watcher is not None and not result.nested and len(result.linked) <= MAX_LINKED:
+        if watched is not None and not result.nested and len(result.linked) <= MAX_LINKED:
             # Nested repositories have rule files of their own: those always walk.
-            watcher.remember(key, watch.Remembered(rule_files, env, tree, result))
+            watched.watcher.remember(key, watch.Remembered(watched.files, watched.env, tree,
+                                                           result))
         return Capture(tree, result.skipped)
+
+    def _watched(self, key: tuple[object, ...]) -> _Watched | None:
+        """What this process's watcher knows of the worktree, if it watches it."""
+        watcher = watch.for_worktree(self.worktree.root) if watch.enabled() else None
+        if watcher is None or not watcher.poll():
+            return None
+        last = watcher.recall(key)
+        watcher.forget(key)  # remembered again only if this capture succeeds
+        if last is not None and (_signature(last.files) != last.env or not self._has(last.tree)):
+            last = None  # an ignore rule or the source index changed: walk everything
+        if last is not None:
+            last.dirty.update(self._relinked(last.scan))
+            return _Watched(watcher, last, last.files, last.env)
+        files = self._rule_files()
+        return _Watched(watcher, None, files, _signature(files))  # stat data before the walk
+
+    def _walk(self, watched: _Watched | None, old: manifest_io.Manifest, limit: int,
+              excluded: frozenset[str], max_files: int | None) -> ScanResult:
+        """Only the directories the watcher saw change, if it can say; else everything."""
+        on_dir = watched.watcher.watch_dir if watched is not None else None
+        if watched is not None and watched.last is not None:
+            changed_dirs = {watched.watcher.relative(d) for d in watched.last.dirty}
+            result = rescan(self.worktree, watched.last.scan, changed_dirs, previous=old.entries,
+                            max_new_file_size=limit, excluded=excluded, max_files=max_files,
+                            on_dir=on_dir)
+            if result is not None:
+                return result
+        return scan(self.worktree, previous=old.entries, max_new_file_size=limit,
+                    excluded=excluded, index_cache=self.root / "source-index.cache",
+                    max_files=max_files, on_dir=on_dir)
+
+    def _many_ids(self, stale: Sequence[tuple[str, Stat, object]],
+                  scanned: Collection[str]) -> dict[str, bytes]:
+        """Blob ids for a large batch: from the source index where git vouches, else packed."""
+        if len(stale) < BULK_MIN_FILES:
+            return {}
+        from snapshotter.seed import seed
+
+        known = seed(self.root / "git", self.worktree,
+                     {rel: st for rel, st, _prior in stale}, scanned)
+        self.reopen()
+        rest = [item for item in stale if item[0] not in known]
+        if len(rest) >= BULK_MIN_FILES:
+            known.update(self._bulk(rest))
+        return known
 
     def _relinked(self, last: ScanResult) -> set[str]:
         """Directories of hard-linked files changed through another name (no event here)."""
