@@ -72,18 +72,23 @@ def parse(data: bytes) -> dict[str, int] | None:
         pos = offset + _FLAGS_AT + 2
         if version >= 3 and flags & _EXTENDED:
             pos += 2
-        if version == 4:
-            strip, pos = _varint(data, pos)
-            end = data.index(b"\0", pos)
-            name = previous[: len(previous) - strip] + data[pos:end]
-            offset = end + 1
-            previous = name
-        else:
-            end = data.index(b"\0", pos)
-            name = data[pos:end]
-            offset += (end - offset + 8) & ~7
-        modes.setdefault(name.decode("utf-8"), mode)
+        previous, offset = _name(data, version, offset, pos, previous)
+        modes.setdefault(previous.decode("utf-8"), mode)
     return modes
+
+
+def _name(data: bytes, version: int, offset: int, pos: int, previous: bytes) -> tuple[bytes, int]:
+    """The path of the entry at ``offset`` (read from ``pos``) and where the next one starts.
+
+    Version 4 stores each path as a prefix of the ``previous`` one plus a
+    suffix, with no padding; earlier versions pad each entry to 8 bytes.
+    """
+    if version == 4:
+        strip, pos = _varint(data, pos)
+        end = data.index(b"\0", pos)
+        return previous[: len(previous) - strip] + data[pos:end], end + 1
+    end = data.index(b"\0", pos)
+    return data[pos:end], offset + ((end - offset + 8) & ~7)
 
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:
@@ -158,17 +163,8 @@ def read_entries(data: bytes) -> list[IndexEntry] | None:
         if version >= 3 and flags & _EXTENDED:
             (extended,) = struct.unpack_from(">H", data, pos)
             pos += 2
-        if version == 4:
-            strip, pos = _varint(data, pos)
-            end = data.index(b"\0", pos)
-            name = previous[: len(previous) - strip] + data[pos:end]
-            offset = end + 1
-            previous = name
-        else:
-            end = data.index(b"\0", pos)
-            name = data[pos:end]
-            offset += (end - offset + 8) & ~7
-        entries.append(IndexEntry._make((name.decode("utf-8"), *fields, extended)))
+        previous, offset = _name(data, version, offset, pos, previous)
+        entries.append(IndexEntry._make((previous.decode("utf-8"), *fields, extended)))
     if _SPLIT_INDEX in _extensions(data, offset):
         return None
     return entries

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pygit2
@@ -117,3 +117,22 @@ def snapshot_dir_bytes(path: Path) -> dict[str, bytes]:
             full = Path(dirpath) / name
             found[str(full.relative_to(path))] = full.read_bytes()
     return found
+
+
+def reachable(git_dir: Path, trees: Iterable[str]) -> set[str]:
+    """Every object below ``trees`` in the store at ``git_dir``; fails if one is missing."""
+    repo = pygit2.Repository(str(git_dir))  # fresh: sees only what is on disk
+    seen: set[str] = set()
+    stack = list(trees)
+    while stack:
+        oid = stack.pop()
+        if oid in seen:
+            continue
+        obj = repo.get(oid)
+        assert obj is not None, f"object {oid} needed by a live tree is missing from the store"
+        if isinstance(obj, pygit2.Blob):  # read it, so a damaged pack shows up here
+            assert len(obj.data) == obj.size, f"blob {oid} cannot be read back whole"
+        seen.add(oid)
+        if isinstance(obj, pygit2.Tree):
+            stack.extend(str(entry.id) for entry in obj)
+    return seen

@@ -21,6 +21,7 @@ from pathlib import Path
 import pygit2
 import pytest
 from conftest import git, make_repo, write
+from conftest import reachable as conftest_reachable
 
 from snapshotter import gc as gc_mod
 from snapshotter import history
@@ -147,22 +148,7 @@ def store_files(store: Store) -> dict[str, bytes]:
 
 
 def reachable(store: Store, trees: Iterable[str]) -> set[str]:
-    """Every object reachable from ``trees``; fails loudly if one is missing."""
-    repo = pygit2.Repository(str(store.root / "git"))  # fresh: no cached objects
-    seen: set[str] = set()
-    stack = list(trees)
-    while stack:
-        oid = stack.pop()
-        if oid in seen:
-            continue
-        obj = repo.get(oid)
-        assert obj is not None, f"object {oid} needed by a live tree is missing from the store"
-        if isinstance(obj, pygit2.Blob):  # read it, so a damaged pack shows up here
-            assert len(obj.data) == obj.size, f"blob {oid} cannot be read back whole"
-        seen.add(oid)
-        if isinstance(obj, pygit2.Tree):
-            stack.extend(str(entry.id) for entry in obj)
-    return seen
+    return conftest_reachable(store.root / "git", trees)
 
 
 def assert_live_objects_present(engine: Engine) -> set[str]:

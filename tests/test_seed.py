@@ -15,9 +15,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import pygit2
 import pytest
 from conftest import git, make_repo, write
+from conftest import reachable as conftest_reachable
 
 from snapshotter import gc as gc_mod
 from snapshotter import gitindex, history, packwriter
@@ -472,24 +472,10 @@ def test_gc_leaves_shared_loose_objects_alone(
 
 def reachable(store: Store, trees: set[str] | None = None) -> set[str]:
     """Every object below ``trees`` (default: all gc keeps); each must read back whole."""
-    repo = pygit2.Repository(str(store.root / "git"))  # fresh: sees only what is on disk
     if trees is None:
         trees = load(store).live_trees() | {manifest_io.load(store.root / "manifest").tree or ""}
         trees.discard("")
-    seen: set[str] = set()
-    stack = list(trees)
-    while stack:
-        oid = stack.pop()
-        if oid in seen:
-            continue
-        obj = repo.get(oid)
-        assert obj is not None, f"live object {oid} is missing"
-        if isinstance(obj, pygit2.Blob):
-            assert len(obj.data) == obj.size
-        seen.add(oid)
-        if isinstance(obj, pygit2.Tree):
-            stack.extend(str(entry.id) for entry in obj)
-    return seen
+    return conftest_reachable(store.root / "git", trees)
 
 
 # -- the pack index reader ---------------------------------------------------------------
