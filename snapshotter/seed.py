@@ -26,7 +26,7 @@ from pathlib import Path
 
 from snapshotter import gitindex, packwriter
 from snapshotter.gitindex import ASSUME_VALID, INTENT_TO_ADD, SKIP_WORKTREE, IndexEntry
-from snapshotter.scan import Stat
+from snapshotter.scan import MODE_LINK, Stat
 from snapshotter.worktree import Worktree
 
 EMPTY_BLOB = bytes.fromhex("e69de29bb2d1d6434b8b29ae775ad8c2e48c5391")
@@ -64,6 +64,7 @@ def _seed(
     if _may_convert(worktree, entries, scanned):
         return {}
     ids = trusted_ids(entries, index_mtime_s, stale)
+    ids.update(_verified(worktree.root, racy_ids(entries, index_mtime_s, stale)))
     if not ids:
         return {}
     link_objects(worktree.common_dir / "objects", store_git_dir / "objects", set(ids.values()))
@@ -98,6 +99,52 @@ def trusted_ids(
         st = stale.get(entry.path)
         if st is not None and entry.mtime_s < index_mtime_s and _matches(entry, st):
             found[entry.path] = entry.oid
+    return found
+
+
+def racy_ids(
+    entries: list[IndexEntry], index_mtime_s: int, stale: Mapping[str, Stat]
+) -> dict[str, bytes]:
+    """Regular files whose stat data matches but which git would call racily clean.
+
+    Right after a clone or a commit every entry is: the files were written in
+    the second the index was. Their ids are only candidates (see ``_verified``).
+    """
+    found: dict[str, bytes] = {}
+    for entry in entries:
+        st = stale.get(entry.path)
+        if (st is not None and entry.mtime_s >= index_mtime_s and st[0] != MODE_LINK
+                and _matches(entry, st)):
+            found[entry.path] = entry.oid
+    return found
+
+
+def _verified(root: Path, candidates: Mapping[str, bytes]) -> dict[str, bytes]:
+    """The candidates whose file hashes to the index's id now.
+
+    Hashing (in C) is what git does with a racily clean entry, and it is far
+    cheaper than compressing and writing the file: only the copy is saved.
+    """
+    import pygit2
+
+    found: dict[str, bytes] = {}
+    for rel, oid in candidates.items():
+        try:
+            # Opened without following a link: a file swapped for one is not ours to read.
+            fd = os.open(root / rel, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            continue
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                continue
+            with open(fd, "rb", closefd=False) as f:
+                data = f.read()
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+        if pygit2.hash(data).raw == oid:
+            found[rel] = oid
     return found
 
 

@@ -272,6 +272,37 @@ def test_a_racily_clean_entry_is_hashed_from_the_file(
     assert tree == hashed_tree(root, tmp_path / "data2", monkeypatch)
 
 
+def test_a_fresh_commit_is_seeded_after_hashing_not_compressing(
+    tmp_path: Path, data_dir: Path, reads: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Right after a clone or commit every entry is racily clean; verified, they seed."""
+    root = make_repo(tmp_path / "repo", source_files())
+    index_s = os.stat(index_file(root)).st_mtime_ns // 10**9
+    files = list(worktree_files(root))
+    racy = [p for p in files if os.lstat(p).st_mtime_ns // 10**9 >= index_s]
+    if len(racy) < 64:
+        pytest.skip("the commit straddled a second: not enough racily clean entries")
+    rel = "src/d3/f3.txt"
+    target = root / rel
+    if target not in racy:
+        pytest.skip("the edited file is not racily clean")
+    st = os.stat(target)
+    changed = bytes(b ^ 1 for b in target.read_bytes())  # same size, same mtime, other bytes
+    target.write_bytes(changed)
+    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
+    stale = {rel: stat_of(target)}
+    entries = gitindex.read_entries(index_file(root).read_bytes())
+    assert entries is not None
+    assert seed_mod.trusted_ids(entries, index_s, stale) == {}, "git's rule: not trusted as is"
+
+    engine = open_engine(root, data_dir)
+    tree = engine.capture().tree
+    assert reads == [rel], "only the file whose bytes differ from its entry is stored anew"
+    assert len(shared(engine.store)) >= 60, "the verified entries' objects were hard-linked"
+    assert blob_at(engine, tree, rel) == changed, "the snapshot holds the worktree's bytes"
+    assert tree == hashed_tree(root, tmp_path / "data2", monkeypatch)
+
+
 def test_flagged_entries_are_never_trusted(tmp_path: Path) -> None:
     root = committed(tmp_path / "repo")
     write(root, "new.txt", "intent to add\n")
