@@ -137,6 +137,10 @@ def rescan(
     result.skipped = {
         rel: sk for rel, sk in last.skipped.items() if rel.rpartition("/")[0] not in redo
     }
+    subdirs: dict[str, list[str]] = {}
+    for known in last.dirs:
+        if known:
+            subdirs.setdefault(known.rpartition("/")[0], []).append(known)
     for d in sorted(redo):
         if d not in result.dirs:
             continue  # went with a parent directory redone before it
@@ -146,16 +150,12 @@ def rescan(
         for child in listed:
             if child.rel not in result.dirs:
                 walker.run(child)  # new (or newly entered): walked whole
-        for sub in [s for s in result.dirs if _parent(s) == d and s != d]:
-            if sub not in kept:
+        for sub in subdirs.get(d, ()):
+            if sub not in kept and sub in result.dirs:
                 _drop_subtree(result, sub)
     if max_files is not None and len(result.entries) > max_files:
         raise TooManyFiles(max_files)
     return result
-
-
-def _parent(rel: str) -> str:
-    return rel.rpartition("/")[0]
 
 
 def _drop_subtree(result: ScanResult, rel: str) -> None:
