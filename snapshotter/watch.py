@@ -55,6 +55,7 @@ LOCAL_FILESYSTEMS = frozenset({
     "reiserfs", "bcachefs", "ramfs", "nilfs2",
 })
 MAX_WATCHERS = 8  # one inotify instance each; the kernel allows 128 per user
+MAX_REMEMBERED = 4  # walks kept per worktree (one per scope and settings)
 
 _enabled = False
 _watchers: OrderedDict[str, Watcher] = OrderedDict()
@@ -211,8 +212,12 @@ class Watcher:
         return self._memory.get(key)
 
     def remember(self, key: tuple[Any, ...], answer: Remembered) -> None:
-        if not self.broken:
-            self._memory[key] = answer
+        if self.broken:
+            return
+        self._memory.pop(key, None)
+        self._memory[key] = answer  # newest last
+        while len(self._memory) > MAX_REMEMBERED:
+            del self._memory[next(iter(self._memory))]  # each holds a whole walk: bounded
 
     def forget(self, key: tuple[Any, ...]) -> None:
         self._memory.pop(key, None)

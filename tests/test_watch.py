@@ -282,3 +282,17 @@ def test_watched_captures_match_plain_walks_through_random_changes(
         if rng.random() < 0.3:
             assert engine.capture().tree == watched, "an unchanged tree stays put"
     assert walks.partial > 10, "most captures redid single directories"
+
+
+def test_remembered_walks_are_bounded(engine: Engine, walks: Walks) -> None:
+    scopes = ["", "src", "src/sub", "a", "b", "c"]
+    for d in scopes[3:]:
+        write(engine.root, f"{d}/x.txt", "x\n")
+    write(engine.root, "src/sub/y.txt", "y\n")
+    for scope in scopes:
+        engine.with_scope(scope).capture()
+    assert walks.count == len(scopes)
+    engine.with_scope("c").capture()  # the newest are remembered ...
+    assert walks.count == len(scopes)
+    engine.with_scope("").capture()  # ... the oldest went
+    assert walks.count == len(scopes) + 1
