@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from snapshotter.engine import Engine
-from snapshotter.errors import Conflict, NotFound, NothingToDo
+from snapshotter.errors import Conflict, NotFound, NothingToDo, StoreError
 from snapshotter.models import Checkpoint, RestoreReport
 from snapshotter.restore import RestoreResult, check_path, occupied
 from snapshotter.state import Mark, RedoEntry, State, editing, load, save
@@ -167,22 +167,10 @@ def _with_paths_from(engine: Engine, base: str, source: str, paths: list[str]) -
     """``base`` with ``paths`` as they are in ``source`` (absent there: removed)."""
     import pygit2
 
-    repo = engine.store.repo
     try:
-        index = pygit2.Index()
-        start = repo[base]
-        assert isinstance(start, pygit2.Tree)
-        index.read_tree(start)
-        for path in paths:
-            if path in index:
-                index.remove(path)
-        for path in paths:
-            entry = engine.entry(source, path)
-            if entry is not None:
-                mode = pygit2.enums.FileMode(entry[0])
-                index.add(pygit2.IndexEntry(path, pygit2.Oid(raw=entry[1]), mode))
-        return str(index.write_tree(repo))
-    except (pygit2.GitError, OSError, KeyError, ValueError):
+        changes = {path: engine.entry(source, path) for path in paths}
+        return engine.store.edit_tree(base, changes)
+    except (pygit2.GitError, OSError, KeyError, ValueError, StoreError):
         return base  # e.g. a file/directory clash: the span keeps its old start
 
 

@@ -34,6 +34,7 @@ _STAGES = 0x3000
 _U32 = 0xFFFFFFFF
 _NS = 1_000_000_000
 _FALSE = frozenset({"false", "no", "off", "0", ""})
+VERIFY_MAX_BYTES = 32 * 1024 * 1024  # read whole to check a racily clean entry
 
 
 def seed(
@@ -135,8 +136,9 @@ def _verified(root: Path, candidates: Mapping[str, bytes]) -> dict[str, bytes]:
         except OSError:
             continue
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                continue
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > VERIFY_MAX_BYTES:
+                continue  # a huge file is hashed the usual way, streamed
             with open(fd, "rb", closefd=False) as f:
                 data = f.read()
         except OSError:

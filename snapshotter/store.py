@@ -13,7 +13,7 @@ import os
 import re
 import stat
 import time
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -426,6 +426,41 @@ class Store:
             return None
         return (int(item.filemode), item.id.raw)
 
+    def edit_tree(self, base: str, changes: Mapping[str, tuple[int, bytes] | None]) -> str:
+        """``base`` with each path set to (mode, blob id), or removed for None.
+
+        Only the trees on the way from the changed paths to the root are read
+        and written: an undo on a 50k-file worktree need not rebuild them all.
+        """
+        root = self._edit(bytes.fromhex(base), _by_first_name(changes))
+        return (root or bytes.fromhex(EMPTY_TREE)).hex()
+
+    def _edit(self, tree: bytes | None, changes: dict[str, dict[str, tuple[int, bytes] | None]],
+              ) -> bytes | None:
+        import pygit2
+
+        repo = self.repo
+        builder = repo.TreeBuilder(pygit2.Oid(raw=tree)) if tree else repo.TreeBuilder()
+        for name, below in changes.items():
+            named = "" in below  # the path ``name`` itself changes
+            here = below.pop("", None)
+            if here is not None:
+                builder.insert(name, pygit2.Oid(raw=here[1]), here[0])
+                continue  # a file now: nothing can live below it
+            existing = builder.get(name)
+            old_tree = existing.id.raw if existing is not None and existing.type_str == "tree" \
+                else None
+            if named and existing is not None and old_tree is None:
+                builder.remove(name)  # the file went
+            if not below:
+                continue
+            new_tree = self._edit(old_tree, _by_first_name(below))
+            if new_tree is not None:
+                builder.insert(name, pygit2.Oid(raw=new_tree), pygit2.enums.FileMode.TREE)
+            elif builder.get(name) is not None:
+                builder.remove(name)  # git keeps no empty directories
+        return None if len(builder) == 0 else builder.write().raw
+
     def blob(self, raw: bytes) -> bytes:
         import pygit2
 
@@ -443,6 +478,17 @@ class Store:
         if not isinstance(obj, pygit2.Tree):
             raise StoreError(f"{tree} is not a tree")
         return obj
+
+
+def _by_first_name(
+    changes: Mapping[str, tuple[int, bytes] | None],
+) -> dict[str, dict[str, tuple[int, bytes] | None]]:
+    """``{"a/b/c": x}`` → ``{"a": {"b/c": x}}``; a change to "a" itself sits under ""."""
+    grouped: dict[str, dict[str, tuple[int, bytes] | None]] = {}
+    for path, change in changes.items():
+        first, _, rest = path.partition("/")
+        grouped.setdefault(first, {})[rest] = change
+    return grouped
 
 
 def _signature(paths: tuple[str, ...]) -> tuple[tuple[int, ...] | None, ...]:

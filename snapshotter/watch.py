@@ -17,6 +17,7 @@ Restores and the CLI always walk: only processes that opt in use this.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import struct
 import sys
@@ -87,6 +88,9 @@ def for_worktree(root: Path) -> Watcher | None:
     if watcher is not None:
         watcher.close()
         del _watchers[key]
+        if watcher.out_of_watches:
+            _unsupported.add(key)  # each retry would add thousands of watches, then fail
+            return None
     if key in _unsupported:
         return None
     if not supported(root):
@@ -130,6 +134,7 @@ class Watcher:
         self._add_watch = add_watch
         self.root = str(root)
         self.broken = False
+        self.out_of_watches = False  # the worktree has more directories than the limit
         self._paths: dict[int, str] = {}  # watch descriptor -> directory
         self._memory: dict[tuple[Any, ...], Remembered] = {}
 
@@ -138,7 +143,7 @@ class Watcher:
         if not supported(root):
             return None
         try:
-            import ctypes
+            import ctypes  # here, not above: only a watching process pays for it
 
             libc = ctypes.CDLL(None, use_errno=True)
             init, add_watch = libc.inotify_init1, libc.inotify_add_watch
@@ -157,8 +162,11 @@ class Watcher:
             return
         wd = self._add_watch(self._fd, os.fsencode(path), _MASK)
         if wd < 0:
-            # Out of watches (ENOSPC), permissions, or the directory went: this
-            # walk's answer cannot be trusted later, so stop trusting any.
+            # Out of watches, permissions, or the directory went: this walk's
+            # answer cannot be trusted later, so stop trusting any.
+            import ctypes
+
+            self.out_of_watches = ctypes.get_errno() == errno.ENOSPC
             self.close()
             return
         self._paths[wd] = path

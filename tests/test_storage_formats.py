@@ -21,6 +21,7 @@ from snapshotter.errors import TooManyFiles
 from snapshotter.history import undo_last
 from snapshotter.hooks.command import run as run_hook
 from snapshotter.logfile import log_path
+from snapshotter.store import EMPTY_TREE
 
 
 def test_written_pack_is_valid_for_git_and_libgit2(tmp_path: Path) -> None:
@@ -157,3 +158,53 @@ def test_incremental_trees_equal_a_full_build_through_random_changes() -> None:
         root, _written, ids = treebuild.update(entries, ids, paths)
         full_root, _all, full_ids = treebuild.build(entries)
         assert (root, ids) == (full_root, full_ids), f"step {step}, changed {sorted(paths)}"
+
+
+def test_tree_edits_equal_a_rebuild_through_random_changes(tmp_path: Path, data_dir: Path) -> None:
+    """Store.edit_tree (undo's after-tree) against libgit2 building the whole tree."""
+    root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
+    engine = Engine.open(root, data_dir_path=data_dir)
+    assert engine is not None
+    repo = engine.store.repo
+    blobs = [repo.create_blob(bytes([i]) * 10).raw for i in range(4)]
+    rng = random.Random(9)
+    names = ["a", "b", "c.d", "é"]
+
+    def full_tree(entries: dict[str, tuple[int, bytes]]) -> str:
+        index = pygit2.Index()
+        for path, (mode, oid) in entries.items():
+            index.add(pygit2.IndexEntry(path, pygit2.Oid(raw=oid), mode))
+        return str(index.write_tree(repo))
+
+    entries: dict[str, tuple[int, bytes]] = {}
+    tree = full_tree(entries)
+    for step in range(200):
+        changes: dict[str, tuple[int, bytes] | None] = {}
+        for _ in range(rng.randint(1, 4)):
+            path = "/".join(rng.choice(names) for _ in range(rng.randint(1, 3)))
+            if any(p != path and (p.startswith(path + "/") or path.startswith(p + "/"))
+                   for p in [*entries, *changes]):
+                continue  # a path cannot be both a file and a directory
+            if path in entries and rng.random() < 0.5:
+                changes[path] = None
+                del entries[path]
+            else:
+                change = (rng.choice([0o100644, 0o100755, 0o120000]), rng.choice(blobs))
+                changes[path] = entries[path] = change
+        if rng.random() < 0.2:  # removing what is not there changes nothing
+            changes["never/there"] = None
+        tree = engine.store.edit_tree(tree, changes)
+        assert tree == full_tree(entries), f"step {step}: {changes}"
+
+
+def test_tree_edits_swap_files_and_directories(tmp_path: Path, data_dir: Path) -> None:
+    root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
+    engine = Engine.open(root, data_dir_path=data_dir)
+    assert engine is not None
+    store, blob = engine.store, engine.store.repo.create_blob(b"x\n").raw
+    as_file = store.edit_tree(EMPTY_TREE, {"a": (0o100644, blob)})
+    as_dir = store.edit_tree(as_file, {"a": None, "a/x": (0o100644, blob), "a/y": (0o100644, blob)})
+    assert sorted(e.name for e in store.tree_object(as_dir)["a"]) == ["x", "y"]
+    back = store.edit_tree(as_dir, {"a/x": None, "a/y": None, "a": (0o100644, blob)})
+    assert back == as_file, "the directory became the file again"
+    assert store.edit_tree(as_dir, {"a/x": None, "a/y": None}) == EMPTY_TREE, "no empty dirs"

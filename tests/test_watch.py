@@ -296,3 +296,21 @@ def test_remembered_walks_are_bounded(engine: Engine, walks: Walks) -> None:
     assert walks.count == len(scopes)
     engine.with_scope("").capture()  # ... the oldest went
     assert walks.count == len(scopes) + 1
+
+
+def test_out_of_watches_stops_trying_in_this_process(
+    engine: Engine, walks: Walks, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ctypes
+    import errno
+
+    watcher = watch.for_worktree(engine.root)
+    assert watcher is not None
+    monkeypatch.setattr(watcher, "_add_watch", lambda *_args: -1)
+    monkeypatch.setattr(ctypes, "get_errno", lambda: errno.ENOSPC)
+    engine.capture()
+    assert watcher.out_of_watches
+    monkeypatch.undo()
+    assert watch.for_worktree(engine.root) is None, "no new watcher to fill up again"
+    write(engine.root, "a.txt", "still seen\n")
+    assert blob_at(engine, engine.capture().tree, "a.txt") == b"still seen\n"
