@@ -258,6 +258,22 @@ class Bench:
         self.result.check(done.returncode == 0 and not done.stderr,
                           f"hook: exit {done.returncode}, stderr {done.stderr[:300]!r}")
 
+    def both_capture(self, ref: ReferenceShadow, engine: Any, key: str, ours_first: bool,
+                     then: Callable[[Any, str], None] | None = None) -> tuple[str, str]:
+        """The reference's capture and ours, timed as ``ref_<key>`` and ``<key>``, in turn."""
+        ref_tree = our_tree = ""
+        for side in (("ours", "ref") if ours_first else ("ref", "ours")):
+            if side == "ref":
+                ms, ref_tree = timed(ref.capture)
+                self.result.add(f"ref_{key}", ms)
+            else:
+                ms, cap = timed(engine.capture)
+                our_tree = cap.tree
+                self.result.add(key, ms)
+                if then is not None:
+                    then(engine, our_tree)
+        return ref_tree, our_tree
+
     def watched_nochange(self, engine: Any, expected: str) -> None:
         """A no-change capture with the inotify watcher on (what the hook server runs)."""
         from snapshotter import watch
@@ -353,16 +369,8 @@ class Bench:
             ref.capture()
             engine.capture()
             self.floor()
-            ref_t0 = our_t0 = ""
-            for side in (("ours", "ref") if ours_first else ("ref", "ours")):
-                if side == "ref":
-                    ms, ref_t0 = timed(ref.capture)
-                    res.add("ref_nochange", ms)
-                else:
-                    ms, cap = timed(engine.capture)
-                    our_t0 = cap.tree
-                    res.add("nochange", ms)
-                    self.watched_nochange(engine, our_t0)
+            ref_t0, our_t0 = self.both_capture(ref, engine, "nochange", ours_first,
+                                               then=self.watched_nochange)
             self.compare_trees(ref, ref_t0, engine, our_t0, f"no-change capture, round {r}")
             # The server's watcher catches up with this round's in-process work
             # first: "no change" means none since the previous agent event.
@@ -374,15 +382,7 @@ class Bench:
             edited = pick(self.wt, r * 2 * EDITS, EDITS)
             for rel in edited:
                 append_edit(self.wt.root, rel, f"round {r}")
-            ref_t1 = our_t1 = ""
-            for side in (("ours", "ref") if ours_first else ("ref", "ours")):
-                if side == "ref":
-                    ms, ref_t1 = timed(ref.capture)
-                    res.add("ref_edit10", ms)
-                else:
-                    ms, cap = timed(engine.capture)
-                    our_t1 = cap.tree
-                    res.add("edit10", ms)
+            ref_t1, our_t1 = self.both_capture(ref, engine, "edit10", ours_first)
             self.compare_trees(ref, ref_t1, engine, our_t1, f"capture after edits, round {r}")
 
             ms, ref_paths = timed(partial(ref.changed_paths, ref_t0, ref_t1))

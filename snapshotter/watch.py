@@ -24,7 +24,10 @@ import sys
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from snapshotter.scan import ScanResult
 
 # <sys/inotify.h>
 _IN_MODIFY = 0x2
@@ -122,7 +125,7 @@ class Remembered:
     files: tuple[str, ...]
     env: tuple[Any, ...]
     tree: str
-    scan: Any  # the walk's ScanResult, for scan.rescan
+    scan: ScanResult  # the walk itself, for scan.rescan
     dirty: set[str] = field(default_factory=set)
 
 
