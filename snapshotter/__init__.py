@@ -41,7 +41,37 @@ _EXPORTS = {
     "UnsafePath": "snapshotter.errors",
 }
 
-__all__ = sorted(_EXPORTS)
+# Spelled out (not computed from _EXPORTS) so type checkers see what is exported.
+__all__ = [
+    "POST_TOOL_USE",
+    "PRE_TOOL_USE",
+    "SESSION_END",
+    "SESSION_START",
+    "SNAPSHOT_EVENTS",
+    "TURN_END",
+    "TURN_START",
+    "Capture",
+    "CaptureFailed",
+    "Checkpoint",
+    "Conflict",
+    "Engine",
+    "Executor",
+    "FileChange",
+    "HookInput",
+    "HookOutput",
+    "HooksConfig",
+    "NotAWorktree",
+    "NothingToDo",
+    "Registry",
+    "RestoreReport",
+    "Result",
+    "SkippedFile",
+    "SnapshotBuiltin",
+    "SnapshotController",
+    "SnapshotterError",
+    "UnsafePath",
+    "register_snapshot",
+]
 
 if TYPE_CHECKING:
     from typing import Any

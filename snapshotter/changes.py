@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
+import os
+import stat
+import unicodedata
 from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from snapshotter.models import FileChange, Status
-from snapshotter.store import EMPTY_TREE, Store
+from snapshotter.names import display, encode
+from snapshotter.scan import Skip
+from snapshotter.store import EMPTY_TREE, RACY_WINDOW_NS, Capture, Store
 
 if TYPE_CHECKING:
     import pygit2
 
+    from snapshotter.state import Mark
+
 _STATUS: dict[str, Status] = {"A": "added", "D": "deleted", "M": "modified", "T": "modified"}
+_ZERO_ID = bytes(20)  # a side that does not exist
 
 
 def changes(
@@ -34,38 +44,277 @@ def changes(
     return [FileChange(path=p, status=s) for p, s in sorted(found.items())]
 
 
+LEFT_CAPTURE = "no longer captured: an ignore rule or the size limit leaves it out now"
+
+
+def settle(store: Store, start: Mark, capture: Capture,
+           files: list[FileChange]) -> tuple[list[FileChange], Mark, Capture]:
+    """The span's real changes: a file that was only re-classified is no change.
+
+    - ``deleted`` but still on disk: it left the capture because a rule changed
+      (#12.1). Reported as a skip, and the span's start is taken without it, so
+      undo never removes it.
+    - ``added`` but on disk, unchanged, since before the span began (ctime and
+      mtime older than the start capture): an ignore rule or ``git add`` made
+      it visible, the span did not write it (#13.6). The start gets it too, so
+      undo never deletes it.
+    Returns the files left, the start (its tree edited) and the capture (its
+    skips extended).
+    """
+    root = store.worktree.root
+    edits: dict[str, tuple[int, bytes] | None] = {}
+    skipped = dict(capture.skipped)
+    for f in files:
+        st = _lstat_within(root, f.path)
+        if st is None or stat.S_ISDIR(st.st_mode):
+            continue
+        if f.status == "deleted":
+            edits[f.path] = None
+            skipped.setdefault(f.path, Skip(f.path, LEFT_CAPTURE, st.st_size, st.st_mtime_ns))
+        elif f.status == "added" and start.at and max(st.st_ctime_ns, st.st_mtime_ns) < (
+                start.at - RACY_WINDOW_NS):
+            edits[f.path] = store.entry(capture.tree, f.path)
+    if not edits:
+        return files, start, capture
+    tree = store.edit_tree(start.tree, edits)
+    return ([f for f in files if f.path not in edits], start.model_copy(update={"tree": tree}),
+            Capture(capture.tree, skipped, capture.started))
+
+
+def _lstat_within(root: Path, rel: str) -> os.stat_result | None:
+    """``lstat`` of ``rel`` reached through real directories only; None if not there."""
+    current = root
+    try:
+        for part in rel.split("/")[:-1]:
+            current = current / part
+            if not stat.S_ISDIR(os.lstat(current).st_mode):
+                return None
+        return os.lstat(root / rel)
+    except OSError:
+        return None
+
+
+@dataclass
+class FileDiff:
+    """One path's change between two trees: what the text, ``--stat`` and ``--json`` show.
+
+    A path whose type changed (file ↔ symlink) is one entry, ``modified``, with
+    two patches (the old one deleted, the new one added), as git shows it.
+    """
+
+    path: str
+    status: Status
+    binary: bool
+    added: int  # lines; 0 for a binary file
+    removed: int
+    old_size: int | None  # bytes; None where the path does not exist on that side
+    new_size: int | None
+    patches: list[bytes] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, object]:
+        """Line counts are null for a binary file: its sizes say how it changed."""
+        return {"path": encode(self.path), "status": self.status, "binary": self.binary,
+                "added": None if self.binary else self.added,
+                "removed": None if self.binary else self.removed,
+                "old_size": self.old_size, "new_size": self.new_size}
+
+
+def file_diffs(
+    store: Store, before: str, after: str, keep: Callable[[str], bool] = lambda _: True
+) -> list[FileDiff]:
+    """Every path that differs from ``before`` to ``after`` and that ``keep`` wants."""
+    found: dict[str, FileDiff] = {}
+    for patch in _patches(store, before, after):
+        delta = patch.delta
+        path = delta.new_file.path or delta.old_file.path
+        if not keep(path):
+            continue
+        status = _STATUS.get(delta.status_char(), "modified")
+        _, adds, dels = patch.line_stats
+        old = None if status == "added" else _size(store, delta.old_file)
+        new = None if status == "deleted" else _size(store, delta.new_file)
+        prior = found.get(path)
+        if prior is None:
+            found[path] = FileDiff(path, status, bool(delta.is_binary), adds, dels, old, new,
+                                   [patch.data])
+            continue
+        # The second half of a type change: one modified path, both patches.
+        prior.status = "modified"
+        prior.binary = prior.binary or bool(delta.is_binary)
+        prior.added += adds
+        prior.removed += dels
+        prior.old_size = prior.old_size if old is None else old
+        prior.new_size = prior.new_size if new is None else new
+        prior.patches.append(patch.data)
+    return list(found.values())
+
+
+def _size(store: Store, side: pygit2.DiffFile) -> int:
+    """The blob's size; libgit2 leaves it 0 when it did not load an unchanged blob."""
+    import pygit2
+
+    if side.size or side.id.raw == _ZERO_ID:
+        return int(side.size)
+    blob = store.repo[side.id]
+    return int(blob.size) if isinstance(blob, pygit2.Blob) else 0
+
+
+def _only(paths: Collection[str] | None) -> Callable[[str], bool]:
+    return (lambda _: True) if paths is None else paths.__contains__
+
+
 def diff_text(store: Store, before: str, after: str, paths: Collection[str] | None = None) -> str:
     """Unified diff text; binary files are named, not dumped."""
-    parts = []
-    for patch in _patches(store, before, after):
-        path = patch.delta.new_file.path or patch.delta.old_file.path
-        if paths is None or path in paths:
-            parts.append(patch.text or "")
-    return "".join(parts)
+    return patch_text(file_diffs(store, before, after, _only(paths))).decode(errors="replace")
 
 
 def diff_stat(
     store: Store, before: str, after: str, paths: Collection[str] | None = None
 ) -> str:
-    """``git diff --stat``-like summary lines."""
-    lines = []
-    total_add = total_del = 0
-    for patch in _patches(store, before, after):
-        path = patch.delta.new_file.path or patch.delta.old_file.path
-        if paths is not None and path not in paths:
-            continue
-        if patch.delta.is_binary:
-            lines.append(f" {path} | Bin")
-            continue
-        _, adds, dels = patch.line_stats
-        total_add += adds
-        total_del += dels
-        lines.append(f" {path} | {adds + dels} {'+' * min(adds, 40)}{'-' * min(dels, 40)}")
-    lines.append(
-        f" {_count(len(lines), 'file')} changed, {_count(total_add, 'insertion')}(+), "
-        f"{_count(total_del, 'deletion')}(-)"
-    )
-    return "\n".join(lines) + "\n"
+    """``git diff --stat`` lines, laid out for 80 columns."""
+    return stat_text(file_diffs(store, before, after, _only(paths))).decode(errors="replace")
+
+
+# git's default colours (color.diff.*): meta bold, frag cyan, old red, new green.
+META, FRAG, OLD, NEW, RESET = b"\x1b[1m", b"\x1b[36m", b"\x1b[31m", b"\x1b[32m", b"\x1b[m"
+
+
+def patch_text(diffs: list[FileDiff], color: bool = False) -> bytes:
+    """The unified diff, byte for byte as git prints it (coloured as git does, if asked)."""
+    patches = [p for d in diffs for p in d.patches]
+    if not color:
+        return b"".join(patches)
+    return b"".join(_colored(p) for p in patches)
+
+
+def _colored(patch: bytes) -> bytes:
+    """One file's patch with git's colours: headers, hunk headers, removed, added lines."""
+    out = []
+    in_hunks = False
+    lines = patch.split(b"\n")
+    for i, line in enumerate(lines):
+        nl = b"\n" if i < len(lines) - 1 else b""
+        if not line:
+            out.append(nl)
+        elif line.startswith(b"@@") and line.find(b"@@", 2) != -1:
+            in_hunks = True
+            end = line.index(b"@@", 2) + 2
+            out.append(FRAG + line[:end] + RESET + line[end:] + nl)
+        elif not in_hunks:  # git leaves "Binary files ... differ" plain
+            out.append(line + nl if line.startswith(b"Binary files ") else META + line + RESET + nl)
+        elif line[:1] in (b"+", b"-"):
+            out.append((NEW if line[:1] == b"+" else OLD) + line + RESET + nl)
+        else:
+            out.append(line + nl)
+    return b"".join(out)
+
+
+def stat_text(diffs: list[FileDiff], width: int = 80, color: bool = False) -> bytes:
+    """``git diff --stat``: names padded to one column, counts right-aligned, the +/-
+    graph scaled to fit ``width`` columns, binary files as ``Bin OLD -> NEW bytes``.
+
+    The layout follows git's ``show_stats`` (diff.c), so the output matches
+    ``git diff --stat`` for the same change and the same width.
+    """
+    if not diffs:
+        return b""
+    names = [display(d.path) for d in diffs]
+    layout = _StatLayout.fit(diffs, names, width)
+    lines = [layout.line(d, name, color) for d, name in zip(diffs, names, strict=True)]
+    adds = sum(d.added for d in diffs if not d.binary)
+    dels = sum(d.removed for d in diffs if not d.binary)
+    lines.append(_summary(len(diffs), adds, dels))
+    return "".join(line + "\n" for line in lines).encode("utf-8", "surrogateescape")
+
+
+@dataclass
+class _StatLayout:
+    name_width: int
+    number_width: int
+    graph_width: int
+    max_change: int
+
+    @classmethod
+    def fit(cls, diffs: list[FileDiff], names: list[str], width: int) -> _StatLayout:
+        max_len = max(_columns(n) for n in names)
+        max_change = max((d.added + d.removed for d in diffs if not d.binary), default=0)
+        bins = [14 + _digits(d.new_size or 0) + _digits(d.old_size or 0)
+                for d in diffs if d.binary]
+        bin_width = max(bins, default=0)
+        number_width = max(_digits(max_change), 3 if bins else 0)
+        width = max(width, 16 + 6 + number_width)  # git: room for a 6-column graph at least
+        graph = max_change if max_change + 4 > bin_width else bin_width - 4
+        name = max_len
+        if name + number_width + 6 + graph > width:
+            if graph > width * 3 // 8 - number_width - 6:
+                graph = max(width * 3 // 8 - number_width - 6, 6)
+            if name > width - number_width - 6 - graph:
+                name = width - number_width - 6 - graph
+            else:
+                graph = width - number_width - 6 - name
+        return cls(name, number_width, graph, max_change)
+
+    def line(self, d: FileDiff, name: str, color: bool) -> str:
+        old_c, new_c, reset = ("\x1b[31m", "\x1b[32m", "\x1b[m") if color else ("", "", "")
+        head = f" {self._name(name)} | "
+        if d.binary:
+            sizes = (d.old_size or 0, d.new_size or 0)
+            if sizes == (0, 0):
+                return f"{head}{'Bin':>{self.number_width}}"
+            return (f"{head}{'Bin':>{self.number_width}} {old_c}{sizes[0]}{reset} -> "
+                    f"{new_c}{sizes[1]}{reset} bytes")
+        add, dels = self._graph(d.added, d.removed)
+        total = d.added + d.removed
+        return (f"{head}{total:>{self.number_width}}{' ' if total else ''}"
+                f"{new_c + '+' * add + reset if add else ''}"
+                f"{old_c + '-' * dels + reset if dels else ''}")
+
+    def _name(self, name: str) -> str:
+        """``name`` padded to the column; too long, cut at a ``/`` after ``...``."""
+        room, prefix = self.name_width, ""
+        if _columns(name) > room:
+            prefix, room = "...", max(room - 3, 0)
+            while _columns(name) > room:
+                name = name[1:]
+            slash = name.find("/")
+            name = name[slash:] if slash != -1 else name
+        return prefix + name + " " * max(room - _columns(name), 0)
+
+    def _graph(self, add: int, dels: int) -> tuple[int, int]:
+        """The counts scaled linearly, each non-zero one at least one column (git)."""
+        if self.graph_width > self.max_change:
+            return add, dels
+        total = self._scale(add + dels)
+        if total < 2 and add and dels:
+            total = 2
+        if add < dels:
+            add = self._scale(add)
+            return add, total - add
+        dels = self._scale(dels)
+        return total - dels, dels
+
+    def _scale(self, n: int) -> int:
+        return 0 if not n else 1 + n * (self.graph_width - 1) // self.max_change
+
+
+def _summary(files: int, adds: int, dels: int) -> str:
+    """git's summary line: a zero count is left out unless both are zero."""
+    parts = [f" {_count(files, 'file')} changed"]
+    if adds or not dels:
+        parts.append(f"{_count(adds, 'insertion')}(+)")
+    if dels or not adds:
+        parts.append(f"{_count(dels, 'deletion')}(-)")
+    return ", ".join(parts)
+
+
+def _digits(n: int) -> int:
+    return len(str(n))
+
+
+def _columns(text: str) -> int:
+    """Terminal columns ``text`` takes: wide East Asian characters two, combining none."""
+    return sum(0 if unicodedata.combining(ch) else
+               2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1 for ch in text)
 
 
 def _count(n: int, noun: str) -> str:

@@ -8,7 +8,10 @@ processes never lose or duplicate a checkpoint.
 
 from __future__ import annotations
 
-from snapshotter.changes import changes
+from collections.abc import Sequence
+
+from snapshotter import labels
+from snapshotter.changes import changes, settle
 from snapshotter.engine import Engine
 from snapshotter.models import Checkpoint, Kind, now_iso
 from snapshotter.state import MAX_PENDING_TOOLS, Mark, State, editing
@@ -22,36 +25,78 @@ class Recorder:
         self.engine = engine
         self.session_id = session_id
 
-    def session_start(self) -> None:
+    def session_start(self) -> Checkpoint | None:
         with editing(self.engine.store) as state:
+            closed = self._close_interrupted(state)
             self._capture(state)
+            return closed
 
-    def turn_start(self) -> None:
+    def turn_start(self, prompt: str = "") -> Checkpoint | None:
+        """Open a turn; one still open was interrupted (no ``Stop``) and is closed first."""
         with editing(self.engine.store) as state:
+            closed = self._close_interrupted(state)
             sess = state.session(self.session_id)
+            if prompt:
+                sess.prompt = labels.bounded(prompt)
             sess.turn = self._capture(state)
             sess.turn_tools = []
+            return closed
 
     def turn_end(self, reason: str) -> Checkpoint | None:
         with editing(self.engine.store) as state:
             return self._end_turn(state, reason or "turn_end")
 
-    def tool_start(self, tool_use_id: str | None, tool_name: str) -> None:
+    def checkpoint(self, label: str) -> Checkpoint | None:
+        """A checkpoint by hand: what changed since the last snapshot of this worktree.
+
+        None when nothing changed, or when there was no snapshot before (this
+        capture is then the baseline the next checkpoint starts from).
+        """
         with editing(self.engine.store) as state:
             sess = state.session(self.session_id)
-            mark = self._capture(state).model_copy(
-                update={"tool_use_id": tool_use_id or None, "tool_name": tool_name}
-            )
+            earlier = self.engine.store.last_tree()
+            start = sess.last or (Mark(tree=earlier, next_id=state.next_id) if earlier else None)
+            capture, mark = self._capture_pair(state)
+            cp = None
+            if start is not None:
+                cp = self._record(state, "turn", labels.first_line(label) or "checkpoint", start,
+                                  capture, prompt=label or None, reason="checkpoint")
+            sess.last = mark
+            return cp
+
+    def remember_prompt(self, prompt: str) -> None:
+        """What the user asked (docker-agent's user_prompt_submit): the next turn's label."""
+        if prompt:
+            with editing(self.engine.store) as state:
+                state.session(self.session_id).prompt = labels.bounded(prompt)
+
+    def tool_start(self, tool_use_id: str | None, tool_name: str,
+                   named: Sequence[str] = (), command: str | None = None) -> None:
+        """``named``: worktree paths the tool's input says it writes."""
+        with editing(self.engine.store) as state:
+            sess = state.session(self.session_id)
+            mark = self._capture(state).model_copy(update={
+                "tool_use_id": tool_use_id or None, "tool_name": tool_name,
+                "named": sorted(set(named)),
+                "command": labels.bounded(command) if command else None,
+            })
             sess.tools = [*sess.tools, mark][-MAX_PENDING_TOOLS:]
 
-    def tool_end(self, tool_use_id: str | None, tool_name: str) -> Checkpoint | None:
+    def tool_end(self, tool_use_id: str | None, tool_name: str,
+                 named: Sequence[str] = (), command: str | None = None) -> Checkpoint | None:
         with editing(self.engine.store) as state:
             sess = state.session(self.session_id)
             start = _pop_tool(sess.tools, tool_use_id, tool_name) or sess.last
             capture, mark = self._capture_pair(state)
             if start is None:
                 return None
-            cp = self._record(state, "tool", tool_name or "tool", start, capture)
+            start = start.model_copy(update={
+                "named": sorted({*start.named, *named}),
+                "command": start.command or (labels.bounded(command) if command else None),
+            })
+            name = tool_name or "tool"
+            cp = self._record(state, "tool", labels.for_tool(name, start.named, start.command),
+                              start, capture, tool_name=name, command=start.command)
             if cp is not None and sess.turn is not None:
                 sess.turn_tools.append(cp.id)
             sess.last = mark
@@ -67,13 +112,20 @@ class Recorder:
 
     # -- helpers -----------------------------------------------------------
 
-    def _end_turn(self, state: State, label: str) -> Checkpoint | None:
+    def _close_interrupted(self, state: State) -> Checkpoint | None:
+        """A turn the runtime never ended (Esc: no ``Stop``) ends here, as session_end does."""
+        if state.session(self.session_id).turn is None:
+            return None
+        return self._end_turn(state, "interrupted")
+
+    def _end_turn(self, state: State, reason: str) -> Checkpoint | None:
         sess = state.session(self.session_id)
         start = sess.turn or sess.last
         capture, mark = self._capture_pair(state)
         cp = None
         if start is not None:
-            cp = self._record(state, "turn", label, start, capture)
+            cp = self._record(state, "turn", labels.for_turn(sess.prompt, reason), start,
+                              capture, prompt=sess.prompt, reason=reason)
         if cp is not None:
             for child_id in sess.turn_tools:
                 child = state.by_id(child_id)
@@ -94,22 +146,15 @@ class Recorder:
         return capture, Mark.of(capture, state.next_id)
 
     def _record(
-        self, state: State, kind: Kind, label: str, start: Mark, capture: Capture
+        self, state: State, kind: Kind, label: str, start: Mark, capture: Capture, *,
+        prompt: str | None = None, reason: str | None = None, tool_name: str | None = None,
+        command: str | None = None,
     ) -> Checkpoint | None:
+        """Record the span as a checkpoint if files in scope changed (the rest: label sources)."""
         files = changes(self.engine.store, start.tree, capture.tree, self.engine.in_scope)
-        # Files that another session recorded during this span are that
-        # session's change, not ours: undo here must never revert them.
-        theirs = {
-            f.path
-            for cp in state.checkpoints
-            if cp.id >= start.next_id and cp.session_id != self.session_id
-            for f in cp.files
-        }
-        files = [f for f in files if f.path not in theirs]
-        if kind == "tool":
-            # Parallel tool calls of one session (pre A, pre B, post A, post B):
-            # what A already recorded is A's, unless it changed again since.
-            files = [f for f in files if not self._claimed(state, start, capture, f.path)]
+        files, start, capture = settle(self.engine.store, start, capture, files)  # #12.1, #13.6
+        owners = _named_owners(state, start)
+        files = [f for f in files if self._ours(state, kind, start, capture, owners, f.path)]
         skipped = [s for s in start.new_skips(capture) if self.engine.in_scope(s.path)]
         if not files and not skipped:
             return None
@@ -123,8 +168,34 @@ class Recorder:
                 after=capture.tree,
                 files=files,
                 skipped=skipped,
+                named_paths=start.named if kind == "tool" else [],
+                prompt=prompt, reason=reason, tool_name=tool_name, command=command,
             )
         )
+
+    def _ours(self, state: State, kind: Kind, start: Mark, capture: Capture,
+              owners: dict[str, set[str]], path: str) -> bool:
+        """Does a change to ``path`` during this span belong to this span?
+
+        A file some tool's input named belongs to that tool, and so to its
+        session's turn, whoever else ran meanwhile. A file no tool named falls
+        back to the first span that recorded it: another session's record, or
+        (for parallel tools of this session) a sibling's, claims it first.
+        """
+        if kind == "tool" and path in start.named:
+            return True
+        named_by = owners.get(path)
+        if named_by:
+            return kind == "turn" and self.session_id in named_by
+        theirs = any(
+            cp.session_id != self.session_id and any(f.path == path for f in cp.files)
+            for cp in state.checkpoints[_first_since(state, start):]
+        )
+        if theirs:
+            return False
+        # Parallel tool calls of one session (pre A, pre B, post A, post B):
+        # what A already recorded is A's, unless it changed again since.
+        return kind != "tool" or not self._claimed(state, start, capture, path)
 
     def _claimed(self, state: State, start: Mark, capture: Capture, path: str) -> bool:
         """Did a sibling tool of this session, recorded during the span, leave ``path`` so?"""
@@ -135,6 +206,28 @@ class Recorder:
                     and any(f.path == path for f in cp.files)):
                 return self.engine.entry(cp.after, path) == self.engine.entry(capture.tree, path)
         return False
+
+
+def _first_since(state: State, start: Mark) -> int:
+    """Index of the first checkpoint recorded during the span that began at ``start``."""
+    for i in range(len(state.checkpoints) - 1, -1, -1):
+        if state.checkpoints[i].id < start.next_id:
+            return i + 1
+    return 0
+
+
+def _named_owners(state: State, start: Mark) -> dict[str, set[str]]:
+    """path → sessions of the tools that named it: open now, or recorded during the span."""
+    owners: dict[str, set[str]] = {}
+    for session_id, sess in state.sessions.items():
+        for mark in sess.tools:
+            if mark is not start:
+                for path in mark.named:
+                    owners.setdefault(path, set()).add(session_id)
+    for cp in state.checkpoints[_first_since(state, start):]:
+        for path in cp.named_paths:
+            owners.setdefault(path, set()).add(cp.session_id)
+    return owners
 
 
 def _pop_tool(tools: list[Mark], tool_use_id: str | None, tool_name: str) -> Mark | None:

@@ -41,3 +41,38 @@ def parse_size(text: str | int) -> int:
     if value < 0:
         raise BadInput(f"size must not be negative: {text!r}")
     return value
+
+
+def private_dir(path: Path) -> bool:
+    """Make ``path`` a directory only its owner can enter (SPEC §2: snapshots hold copies
+    of the user's files); parents are created as usual. True when an existing one of
+    ours had to be closed (older versions created them 0755): its contents may need it too.
+    """
+    try:
+        path.mkdir(mode=0o700)
+        return False
+    except FileExistsError:
+        pass
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.mkdir(mode=0o700, exist_ok=True)
+        return False
+    st = os.lstat(path)
+    if st.st_mode & 0o077 and st.st_uid == os.getuid() and not os.path.islink(path):
+        os.chmod(path, st.st_mode & 0o700)
+        return True
+    return False
+
+
+def make_private_tree(path: Path) -> None:
+    """Strip group and other permissions from everything below ``path`` (ours only)."""
+    uid = os.getuid()
+    for dirpath, dirs, files in os.walk(path):
+        for name in [*dirs, *files]:
+            full = os.path.join(dirpath, name)
+            try:
+                st = os.lstat(full)
+                if st.st_mode & 0o077 and st.st_uid == uid and not os.path.islink(full):
+                    os.chmod(full, st.st_mode & 0o700)
+            except OSError:
+                continue

@@ -10,10 +10,11 @@ import dataclasses
 import os
 from collections.abc import Collection, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, overload
 
 from snapshotter import changes as changes_mod
 from snapshotter import restore as restore_mod
+from snapshotter import session_scope
 from snapshotter.config import DEFAULT_MAX_FILES, DEFAULT_MAX_NEW_FILE_SIZE, data_dir
 from snapshotter.errors import NothingToDo, SnapshotterError
 from snapshotter.models import FileChange
@@ -38,7 +39,33 @@ class Engine:
         self.store = store
         self.max_new_file_size = max_new_file_size
         self.max_files = max_files
-        self._excluded = frozenset({str(store.root.parent)})
+        # Our own files, should the data directory lie inside the worktree.
+        data = store.root.parent.parent
+        self._excluded = frozenset({str(store.root.parent), str(session_scope.folder(data))})
+
+    @overload
+    @classmethod
+    def open(
+        cls,
+        directory: str | os.PathLike[str] = ".",
+        *,
+        data_dir_path: str | os.PathLike[str] | None = None,
+        max_new_file_size: int = DEFAULT_MAX_NEW_FILE_SIZE,
+        max_files: int | None = DEFAULT_MAX_FILES,
+        create: Literal[True] = True,
+    ) -> Engine: ...
+
+    @overload
+    @classmethod
+    def open(
+        cls,
+        directory: str | os.PathLike[str] = ".",
+        *,
+        data_dir_path: str | os.PathLike[str] | None = None,
+        max_new_file_size: int = DEFAULT_MAX_NEW_FILE_SIZE,
+        max_files: int | None = DEFAULT_MAX_FILES,
+        create: bool,
+    ) -> Engine | None: ...
 
     @classmethod
     def open(
@@ -50,9 +77,11 @@ class Engine:
         max_files: int | None = DEFAULT_MAX_FILES,
         create: bool = True,
     ) -> Engine | None:
-        """Open (creating on first use) the store; raises NotAWorktree outside git.
+        """Open the store of the worktree containing ``directory``.
 
-        With ``create=False`` returns None when no store exists yet.
+        Creates the store on first use, so with the default ``create=True``
+        the result is always an engine. With ``create=False`` it is None when
+        no snapshot was ever taken there. Raises NotAWorktree outside git.
         """
         worktree = find_worktree(directory)
         store = Store.open(data_dir(data_dir_path), worktree, create=create)
@@ -70,12 +99,15 @@ class Engine:
 
     @property
     def root(self) -> Path:
+        """The worktree's top directory (resolved), whatever subdirectory was opened."""
         return self.worktree.root
 
     def in_scope(self, rel: str) -> bool:
+        """Whether worktree path ``rel`` lies in the directory this engine was opened on."""
         return self.worktree.in_scope(rel)
 
     def capture(self) -> Capture:
+        """Snapshot the worktree now: its tree id, and the files it had to skip."""
         return self.store.capture(self.max_new_file_size, self._excluded, self.max_files)
 
     def changes(self, before: str, after: str | None = None) -> list[FileChange]:
@@ -84,9 +116,11 @@ class Engine:
         return changes_mod.changes(self.store, before, target, self.in_scope)
 
     def diff(self, before: str, after: str, paths: Collection[str] | None = None) -> str:
+        """Unified diff text between two trees, limited to ``paths`` when given."""
         return changes_mod.diff_text(self.store, before, after, paths)
 
     def diff_stat(self, before: str, after: str, paths: Collection[str] | None = None) -> str:
+        """``git diff --stat``-style summary between two trees."""
         return changes_mod.diff_stat(self.store, before, after, paths)
 
     def restore(self, tree: str, paths: Iterable[str]) -> restore_mod.RestoreResult:
@@ -95,6 +129,7 @@ class Engine:
             return restore_mod.restore(self.store, tree, paths)
 
     def plan_restore(self, tree: str, paths: Iterable[str]) -> restore_mod.RestoreResult:
+        """What ``restore`` would write and remove, changing nothing."""
         return restore_mod.plan(self.store, tree, paths)
 
     def gc(self, *, dry_run: bool = False, budget_s: float | None = None) -> GcReport:
@@ -104,6 +139,7 @@ class Engine:
         return collect_store(self.store, dry_run=dry_run, budget_s=budget_s)
 
     def entry(self, tree: str, rel: str) -> tuple[int, bytes] | None:
+        """(git file mode, raw blob id) of ``rel`` in ``tree``; None if absent or a directory."""
         return self.store.entry(tree, rel)
 
 
@@ -133,7 +169,7 @@ def open_stores(data_dir_path: str | os.PathLike[str] | None = None) -> list[Sto
     stores = []
     for root in all_store_roots(data_dir_path):
         try:
-            path = (root / "worktree").read_text().strip()
+            path = os.fsdecode((root / "worktree").read_bytes().rstrip(b"\n"))
             stores.append(Store(root, find_worktree(path)))
         except (OSError, SnapshotterError):
             continue

@@ -36,7 +36,7 @@ class TooManyFiles(CaptureFailed):
     def __init__(self, limit: int) -> None:
         super().__init__(
             f"more than {limit} files to snapshot; is this the right directory? "
-            "Add ignore rules or raise max_files"
+            "Add ignore rules, or raise the limit (--max-files N; hooks: --arg max_files=N)"
         )
         self.limit = limit
 
@@ -71,7 +71,9 @@ class Conflict(SnapshotterError):
 
     def __init__(self, paths: Iterable[str]) -> None:
         self.paths = sorted(paths)
-        shown = ", ".join(self.paths[:5])
+        from snapshotter.names import display
+
+        shown = ", ".join(display(p) for p in self.paths[:5])
         more = f" and {len(self.paths) - 5} more" if len(self.paths) > 5 else ""
         super().__init__(
             f"changed since the checkpoint: {shown}{more} (use --force to overwrite; "

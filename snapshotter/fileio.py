@@ -10,13 +10,22 @@ from pathlib import Path
 TEMP_PREFIX = ".snapshotter-tmp-"
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` through a temp file and a rename."""
+def write_atomic(path: Path, data: bytes, *, durable: bool = False) -> None:
+    """Replace ``path`` with ``data`` through a temp file and a rename.
+
+    ``durable``: flushed to disk (file, then the rename) before returning, for
+    records that must survive a power cut, such as a restore's journal.
+    """
     fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
         os.replace(tmp, path)
+        if durable:
+            _fsync_dir(path.parent)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
@@ -36,3 +45,11 @@ def remove_temp_files(directory: Path) -> int:
                 os.unlink(directory / name)
                 removed += 1
     return removed
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -11,16 +11,26 @@ seeded capture hard-links its packs and loose objects): they cost the store
 nothing, so gc keeps those holding live objects as they are, never copies
 them, and counts no shared byte. Once the source deletes its name the file
 is the store's alone and is compacted like any other.
+
+Hooks never wait for gc (issue 13.13): the store lock is held only to read
+the live set and to swap files, a few milliseconds; the packs are written
+without it, in a scratch directory outside ``objects/pack`` (which every
+``Store.open`` cleans), and moved in under the lock after re-checking that
+nothing a capture made live meanwhile is about to be deleted. One gc runs
+per store at a time (``gc.lock``); session_end starts it as a detached
+process (``start_detached``) and never waits for it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import re
 import shutil
+import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,7 +58,8 @@ _PACK_FILE = re.compile(r"^pack-[0-9a-f]{40}\.(pack|idx|rev)$")
 # the loose objects (from LOOSE_THRESHOLD of them; below that it does nothing).
 LOOSE_THRESHOLD = 256
 PACK_THRESHOLD = 32
-SCRATCH = "gc-scratch"
+SCRATCH = "gc-scratch"  # in objects/pack: only where older versions left it
+WORK = "gc-work"  # in the store root: packs being written without the store lock
 
 
 @dataclass
@@ -76,86 +87,182 @@ def collect_store(store: Store, *, budget_s: float | None = None, dry_run: bool 
                   policy: Policy | None = None) -> GcReport:
     policy = policy or Policy()
     try:
-        return _collect(store, budget_s, dry_run, policy)
+        if dry_run:  # changes nothing, so it needs no turn (and leaves no lock file)
+            return _collect(store, budget_s, dry_run, policy)
+        with _only_gc(store, wait=budget_s is None) as mine:
+            if not mine:
+                return GcReport(str(store.root), skipped="another gc is running on this store")
+            return _collect(store, budget_s, dry_run, policy)
     except OSError as exc:  # a permission, disk or lock failure: one clear error, not a crash
         raise StoreError(f"gc stopped: {exc}") from exc
 
 
+@contextlib.contextmanager
+def _only_gc(store: Store, *, wait: bool) -> Iterator[bool]:
+    """One gc per store at a time; a bounded one does not queue behind another."""
+    with open(store.root / "gc.lock", "a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+
+
 def _collect(store: Store, budget_s: float | None, dry_run: bool, policy: Policy) -> GcReport:
     objects = store.root / "git" / "objects"
-    with store.locked():
+    with store.locked():  # a short hold: read, apply retention, write the records
         remove_orphans(objects)
+        if not dry_run:
+            _remove_stale_work(store)
         state = load(store)
         report = GcReport(str(store.root), bytes_before=_size(objects))
         report.dropped = apply_age_and_count(state, policy)
+        if report.dropped.checkpoints and not dry_run:
+            save(store, state)  # records go before the objects they named
         loose = _loose_objects(objects)
-        packs = sum(not _is_shared(idx.with_suffix(".pack"))
-                    for idx in (objects / "pack").glob("pack-*.idx"))
-        over = (policy.max_store_bytes is not None and report.bytes_before > policy.max_store_bytes
-                and oldest_droppable(state) is not None)  # else a repack frees nothing more
-        light = budget_s is not None and not (
-            over or report.dropped.checkpoints or packs > PACK_THRESHOLD
-        )
-        if light and len(loose) < LOOSE_THRESHOLD:
-            report.skipped = f"only {len(loose)} loose objects and {packs} packs"
-            report.bytes_after = report.bytes_before
-            return report
-        if dry_run:
-            trees = _live_trees(store, state)
-            report.live_trees, report.objects_kept = len(trees), _count_reachable(store, trees)
-            report.bytes_after = report.bytes_before
-            report.skipped = "dry run: nothing changed"
-            return report
-        if light:
-            _pack_loose(store, report, loose)
-            return report
-        save(store, state)  # records go before the objects they named
-        deadline = None if budget_s is None else time.monotonic() + budget_s
-        _repack(store, state, report, loose)
-        while (
-            policy.max_store_bytes is not None
-            and report.bytes_after > policy.max_store_bytes
-            and (deadline is None or time.monotonic() < deadline)
-        ):
-            victim = oldest_droppable(state)
-            if victim is None:
-                report.skipped = "over the size budget, but only the newest session is left"
-                break
-            drop_session(state, victim, report.dropped)
-            save(store, state)
-            _repack(store, state, report, _loose_objects(objects))
+    packs = sum(not _is_shared(idx.with_suffix(".pack"))
+                for idx in (objects / "pack").glob("pack-*.idx"))
+    over = (policy.max_store_bytes is not None and report.bytes_before > policy.max_store_bytes
+            and oldest_droppable(state) is not None)  # else a repack frees nothing more
+    light = budget_s is not None and not (
+        over or report.dropped.checkpoints or packs > PACK_THRESHOLD
+    )
+    if light and len(loose) < LOOSE_THRESHOLD:
+        report.skipped = f"only {len(loose)} loose objects and {packs} packs"
+        report.bytes_after = report.bytes_before
         return report
+    if dry_run:
+        trees = _live_trees(store, state)
+        report.live_trees, report.objects_kept = len(trees), _count_reachable(store, trees)
+        report.bytes_after = report.bytes_before
+        report.skipped = "dry run: nothing changed"
+        return report
+    if light:
+        _pack_loose(store, report, loose)
+        return report
+    deadline = None if budget_s is None else time.monotonic() + budget_s
+    _repack(store, report)
+    while (
+        policy.max_store_bytes is not None
+        and report.bytes_after > policy.max_store_bytes
+        and (deadline is None or time.monotonic() < deadline)
+    ):
+        with store.locked():
+            state = load(store)
+            victim = oldest_droppable(state)
+            if victim is not None:
+                drop_session(state, victim, report.dropped)
+                save(store, state)
+        if victim is None:
+            report.skipped = "over the size budget, but only the newest session is left"
+            break
+        _repack(store, report)
+    return report
 
 
-def _repack(store: Store, state: State, report: GcReport, loose: list[Path]) -> None:
+@dataclass
+class _Plan:
+    """What one repack read under the store lock: the live trees and the old files."""
+
+    trees: set[str]
+    old_packs: list[Path]
+    loose: list[Path]
+    shared: list[_Shared]
+
+
+def _repack(store: Store, report: GcReport) -> None:
     """One pack of everything live; then the old packs and loose objects go.
 
     Shared files holding a live object stay, and their objects stay out of
     the new pack; shared files holding none lose our name (which frees nothing
     now, but would cost the whole file once the source drops its own).
+    The pack is written without the store lock; the swap re-checks under it.
     """
     objects = store.root / "git" / "objects"
-    trees = _live_trees(store, state)
-    old_packs = [p for p in (objects / "pack").glob("pack-*") if _PACK_FILE.match(p.name)]
-    shared = _shared_files(objects)
-    live = _live_objects(store, trees) if shared else set()
-    kept = [s for s in shared if s.ids & live]
+    with store.locked():
+        plan = _Plan(
+            _live_trees(store, load(store)),
+            [p for p in (objects / "pack").glob("pack-*") if _PACK_FILE.match(p.name)],
+            _loose_objects(objects),
+            _shared_files(objects),
+        )
+    live = _live_objects(store, plan.trees)
+    kept = [s for s in plan.shared if s.ids & live]
     in_kept = {oid for s in kept for oid in s.ids & live}
-    report.live_trees = len(trees)
-    written, new_names = _write_pack(store, trees, live - in_kept if shared else None)
+    report.live_trees = len(plan.trees)
+    work = _work_dir(store)
+    try:
+        written = _write_pack(store, plan.trees, work, live - in_kept if plan.shared else None)
+        with store.locked():
+            new_names = _move_in(work, objects / "pack")
+            keep = {path for s in kept for path in s.files}
+            keep |= _still_needed(store, plan, live)
+            _delete_old(plan, keep, new_names)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     report.objects_kept = written + len(in_kept)
-    keep = {path for s in kept for path in s.files}
+    store.reopen()
+    report.bytes_after = _size(objects)
+
+
+def _work_dir(store: Store) -> Path:
+    """A fresh scratch directory of this writer's own: a capture packing its loose
+    objects (under the store lock) and a gc writing (without it) never share one."""
+    import tempfile
+
+    return Path(tempfile.mkdtemp(prefix=f"{WORK}-", dir=store.root))
+
+
+def _remove_stale_work(store: Store) -> None:
+    """Scratch directories of killed writers; only under both the gc and the store
+    lock, when no other writer can be using one."""
+    for path in store.root.glob(f"{WORK}-*"):
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _move_in(work: Path, pack_dir: Path) -> set[str]:
+    """The written pack into ``objects/pack``, ``.pack`` before ``.idx`` (which makes it
+    visible); a pack identical to an old one is recognised by name, never deleted."""
+    names = {p.name for p in work.iterdir() if _PACK_FILE.match(p.name)}
+    for name in sorted(names, key=lambda n: n.endswith(".idx")):
+        os.replace(work / name, pack_dir / name)
+    return names
+
+
+def _still_needed(store: Store, plan: _Plan, packed: set[bytes]) -> set[Path]:
+    """Old files holding objects that became live while the pack was written.
+
+    A capture meanwhile may name an old object again without writing it (the
+    stat cache, or libgit2 finding it present). Only trees not seen before
+    are walked, and only down to the subtrees already packed.
+    """
+    fresh = _live_trees(store, load(store)) - plan.trees
+    if not fresh:
+        return set()
+    needed = _live_objects(store, fresh, known=packed)
+    keep: set[Path] = set()
+    shared_loose = [p for s in plan.shared for p in s.files if p.parent.name != "pack"]
+    for path in [*plan.loose, *shared_loose]:
+        if bytes.fromhex(path.parent.name + path.name) in needed:
+            keep.add(path)
+    for idx in (p for p in plan.old_packs if p.suffix == ".idx"):
+        index = packwriter.read_pack_index(idx)
+        if index is None or needed & set(index.names()):
+            keep |= {p for p in plan.old_packs if p.stem == idx.stem}
+    return keep
+
+
+def _delete_old(plan: _Plan, keep: set[Path], new_names: set[str]) -> None:
     # One pack at a time, .idx before .pack: a kill leaves at most one lone
     # .pack, which is invisible to readers and cleaned on the next open.
-    by_pack = sorted(old_packs, key=lambda p: (p.name.rpartition(".")[0], p.suffix != ".idx"))
+    by_pack = sorted(plan.old_packs, key=lambda p: (p.name.rpartition(".")[0], p.suffix != ".idx"))
     for path in by_pack:
         if path.name not in new_names and path not in keep:
             path.unlink(missing_ok=True)
-    _drop_loose(loose)
-    unused = [p for s in shared for p in s.files if p not in keep]
+    _drop_loose([p for p in plan.loose if p not in keep])
+    unused = [p for s in plan.shared for p in s.files if p not in keep]
     _drop_loose([p for p in unused if p.parent.name != "pack"])
-    store.reopen()
-    report.bytes_after = _size(objects)
 
 
 def _drop_loose(loose: list[Path]) -> None:
@@ -172,7 +279,9 @@ def _pack_loose(store: Store, report: GcReport, loose: list[Path]) -> None:
 
     Written by ``packwriter`` (no delta search, fast zlib): libgit2's pack
     builder spends seconds on deltas, too long for session_end; the next full
-    gc recompresses with deltas anyway.
+    gc recompresses with deltas anyway. Loose objects never change, so the
+    pack is written without the store lock; it is moved in, and the loose
+    copies deleted, under it.
     """
     import pygit2
 
@@ -185,11 +294,17 @@ def _pack_loose(store: Store, report: GcReport, loose: list[Path]) -> None:
             kind, data = odb.read(oid)
             yield bytes.fromhex(oid), int(kind), data
 
+    work = _work_dir(store)
     try:
-        report.objects_kept = packwriter.write_pack(objects / "pack", read())
-    except (pygit2.GitError, KeyError, ValueError) as exc:
-        raise StoreError(f"gc stopped, nothing deleted: {exc}") from exc
-    _drop_loose(loose)
+        try:
+            report.objects_kept = packwriter.write_pack(work, read())
+        except (pygit2.GitError, KeyError, ValueError) as exc:
+            raise StoreError(f"gc stopped, nothing deleted: {exc}") from exc
+        with store.locked():
+            _move_in(work, objects / "pack")
+            _drop_loose(loose)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     store.reopen()
     report.bytes_after = _size(objects)
     report.skipped = "packed the loose objects only; a full gc frees the rest"
@@ -203,24 +318,16 @@ def _live_trees(store: Store, state: State) -> set[str]:
     return trees
 
 
-def _write_pack(
-    store: Store, trees: set[str], only: set[bytes] | None = None
-) -> tuple[int, set[str]]:
-    """Pack every live object; returns the count and the new pack's file names.
+def _write_pack(store: Store, trees: set[str], work: Path, only: set[bytes] | None = None) -> int:
+    """Pack every live object into ``work``; returns the count.
 
     ``only``: the raw ids to pack when not all of them (shared files hold the
-    rest). The pack is built in a scratch directory and moved in (``.pack``
-    before ``.idx``, which is what makes it visible), so a pack identical to
-    an old one is recognised by name and never deleted as "old".
+    rest).
     """
     import pygit2
 
     if not trees or only == set():
-        return 0, set()
-    pack_dir = store.root / "git" / "objects" / "pack"
-    scratch = pack_dir / SCRATCH
-    shutil.rmtree(scratch, ignore_errors=True)
-    scratch.mkdir(parents=True)
+        return 0
     builder = pygit2.PackBuilder(store.repo)
     try:
         if only is None:
@@ -229,15 +336,10 @@ def _write_pack(
         else:
             for raw in sorted(only):
                 builder.add(pygit2.Oid(raw=raw))  # this object alone, not what it names
-        builder.write(str(scratch))
+        builder.write(str(work))
     except (pygit2.GitError, KeyError, ValueError) as exc:
-        shutil.rmtree(scratch, ignore_errors=True)
         raise StoreError(f"gc stopped, nothing deleted: {exc}") from exc
-    names = {p.name for p in scratch.iterdir() if _PACK_FILE.match(p.name)}
-    for name in sorted(names, key=lambda n: n.endswith(".idx")):
-        os.replace(scratch / name, pack_dir / name)
-    shutil.rmtree(scratch, ignore_errors=True)
-    return int(builder.written_objects_count), names
+    return int(builder.written_objects_count)
 
 
 def _count_reachable(store: Store, trees: set[str]) -> int:
@@ -256,8 +358,13 @@ def _count_reachable(store: Store, trees: set[str]) -> int:
     return len(seen)
 
 
-def _live_objects(store: Store, trees: set[str]) -> set[bytes]:
-    """Raw ids of the live trees and of every tree and blob below them (blobs unread)."""
+def _live_objects(
+    store: Store, trees: Iterable[str], known: set[bytes] | frozenset[bytes] = frozenset()
+) -> set[bytes]:
+    """Raw ids of the live trees and of every tree and blob below them (blobs unread).
+
+    Trees in ``known`` are skipped with all below them (already accounted for).
+    """
     import pygit2
 
     found: set[bytes] = set()
@@ -265,7 +372,7 @@ def _live_objects(store: Store, trees: set[str]) -> set[bytes]:
     try:
         while stack:
             oid = stack.pop()
-            if oid.raw in found:
+            if oid.raw in found or oid.raw in known:
                 continue
             found.add(oid.raw)
             tree = store.repo[oid]
@@ -274,7 +381,7 @@ def _live_objects(store: Store, trees: set[str]) -> set[bytes]:
             for entry in tree:
                 if entry.filemode == pygit2.enums.FileMode.TREE:
                     stack.append(entry.id)
-                elif entry.filemode != pygit2.enums.FileMode.COMMIT:
+                elif entry.filemode != pygit2.enums.FileMode.COMMIT and entry.id.raw not in known:
                     found.add(entry.id.raw)
     except (pygit2.GitError, KeyError, ValueError) as exc:
         raise StoreError(f"gc stopped, nothing deleted: {exc}") from exc
@@ -374,3 +481,111 @@ def pack_loose_objects(store: Store) -> int:
     report = GcReport(str(store.root))
     _pack_loose(store, report, loose)
     return report.objects_kept
+
+
+def start_detached(store: Store, *, budget_s: float, policy: Policy) -> None:
+    """Run a bounded gc of ``store`` in a new process that outlives the caller.
+
+    session_end must return within the runtime's budget (Claude Code kills a
+    SessionEnd hook after 1.5 s; issue 11.4): it never waits for gc. The
+    child has no stdio and its own session; its failures go to the log.
+    """
+    import subprocess
+
+    data_dir = store.root.parent.parent
+    argv = [sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), "gc",
+            "-C", str(store.worktree.root), "--detached", "--budget-s", repr(budget_s),
+            *_policy_args(policy)]
+    subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
+                     cwd="/")
+
+
+def _policy_args(policy: Policy) -> list[str]:
+    """The policy as ``snapshotter gc`` options (retention args always set all three)."""
+    args = []
+    if policy.max_age_days is not None:
+        args += ["--max-age-days", repr(policy.max_age_days)]
+    if policy.max_checkpoints is not None:
+        args += ["--max-checkpoints", str(policy.max_checkpoints)]
+    if policy.max_store_bytes is not None:
+        args += ["--max-size", str(policy.max_store_bytes)]
+    return args
+
+
+def run_detached(data_dir: Path, directory: str, budget_s: float, policy: Policy) -> None:
+    """The detached gc's body: nobody reads its output, so failures are logged."""
+    from snapshotter.errors import SnapshotterError
+    from snapshotter.logfile import append
+
+    try:
+        engine = Engine.open(directory, data_dir_path=data_dir, create=False)
+        if engine is not None:
+            collect_store(engine.store, budget_s=budget_s, policy=policy)
+    except (SnapshotterError, OSError) as exc:
+        append(data_dir, f"session_end gc: {exc}")
+
+
+def drop_orphan_stores(data_dir: Path, max_age_days: float, *, dry_run: bool = False) -> list[Path]:
+    """Delete the stores whose worktree is gone and that were idle ``max_age_days``.
+
+    Throwaway clones and agent worktrees come and go; their stores would
+    otherwise pile up forever (issue 13.19). A store whose worktree record
+    cannot be read is kept: nothing says whose it is.
+    """
+    from snapshotter.engine import all_store_roots
+
+    cutoff = time.time() - max_age_days * 86400
+    dropped = []
+    for root in all_store_roots(data_dir):
+        if _worktree_present(root) is not False or _last_used(root) > cutoff:
+            continue
+        if dry_run or _drop_store(root):
+            dropped.append(root)
+    return dropped
+
+
+def _worktree_present(root: Path) -> bool | None:
+    """Whether the store's worktree still exists there; None when the record is unreadable."""
+    from snapshotter.errors import SnapshotterError
+    from snapshotter.worktree import find_worktree
+
+    try:
+        recorded = (root / "worktree").read_text(encoding="utf-8", errors="surrogateescape")
+    except OSError:
+        return None
+    path = recorded.rstrip("\n")
+    if not path:
+        return None
+    try:
+        return find_worktree(path).root == Path(path)
+    except (SnapshotterError, OSError, ValueError):
+        return False  # gone, or no longer a git worktree
+
+
+def _last_used(root: Path) -> float:
+    """When an event last wrote this store's records (gc's own locking does not count)."""
+    newest = 0.0
+    for name in ("state.json", "manifest", "worktree"):
+        with contextlib.suppress(OSError):
+            newest = max(newest, os.stat(root / name).st_mtime)
+    return newest
+
+
+def _drop_store(root: Path) -> bool:
+    """Delete an orphan store under its lock, re-checked; renamed away first, so a
+    killed delete never leaves a half store that looks like a real one."""
+    import secrets
+
+    import filelock
+
+    try:
+        with filelock.FileLock(str(root / "lock"), timeout=5.0):
+            if _worktree_present(root) is not False:
+                return False  # the worktree came back meanwhile
+            trash = root.with_name(f".dropped-{root.name}-{secrets.token_hex(4)}")
+            os.rename(root, trash)
+    except (OSError, filelock.Timeout):
+        return False
+    shutil.rmtree(trash, ignore_errors=True)
+    return True

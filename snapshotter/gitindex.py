@@ -3,7 +3,9 @@
 pygit2 builds a Python object per entry (0.15 s for 10k entries here); the
 scan only needs paths and modes, read straight from the index file (format
 versions 2 to 4) and kept in a marshal cache keyed by the index's stat data,
-so an unchanged index costs one stat and one small read.
+so an unchanged index costs one stat and one small read. Split indexes
+(``core.splitIndex``) and SHA-256 repositories are read too: libgit2 reads
+neither.
 
 ``read_entries`` reads everything else an entry holds (stat data, object id,
 flags); only seeding a capture from the source index needs it, so it is
@@ -17,6 +19,7 @@ import hashlib
 import marshal
 import os
 import struct
+import sys
 from pathlib import Path
 from typing import NamedTuple
 
@@ -24,24 +27,32 @@ from snapshotter.fileio import write_atomic
 
 _HEADER = struct.Struct(">4sII")
 _MODE_AT = 24  # ctime(8) mtime(8) dev(4) ino(4), then mode
-_FLAGS_AT = 60  # 40 bytes of stat data and a 20-byte object id, then flags
+_STAT_BYTES = 40  # the stat data before the object id; flags follow the id
 _EXTENDED = 0x4000
-# ctime s/ns, mtime s/ns, dev, ino, mode, uid, gid, size, object id, flags.
-_ENTRY = struct.Struct(">10I20sH")
 _STAGE_SHIFT = 12
 ASSUME_VALID = 0x8000
 SKIP_WORKTREE = 0x4000  # in the extended flags (index v3+)
 INTENT_TO_ADD = 0x2000  # in the extended flags (index v3+)
-_SPLIT_INDEX = b"link"  # entries live partly in a shared index we do not read
+_SPLIT_INDEX = b"link"  # entries live partly in a shared index (core.splitIndex)
+SHA1_SIZE = 20
+_FS_ENCODING, _FS_ERRORS = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
 
 
-def tracked_modes(index_file: Path, cache_file: Path | None = None) -> dict[str, int] | None:
-    """``path → mode`` for every index entry; None when the file cannot be parsed."""
+def tracked_modes(
+    index_file: Path, cache_file: Path | None = None, oid_size: int = SHA1_SIZE
+) -> dict[str, int] | None:
+    """``path → mode`` for every index entry; None when the file cannot be parsed.
+
+    ``oid_size`` is the repository's object id size (32 for SHA-256). A split
+    index's shared part is read from ``sharedindex.<id>`` beside the index.
+    The cache is keyed by the index file's stat data alone: a shared index is
+    named by its checksum, so pointing at another one rewrites the index too.
+    """
     try:
         st = os.stat(index_file)
     except OSError:
         return {}
-    sig = (st.st_mtime_ns, st.st_size, st.st_ino)
+    sig = (st.st_mtime_ns, st.st_size, st.st_ino, oid_size)
     if cache_file is not None:
         try:
             cached = marshal.loads(cache_file.read_bytes())
@@ -50,8 +61,8 @@ def tracked_modes(index_file: Path, cache_file: Path | None = None) -> dict[str,
         except (OSError, EOFError, ValueError, TypeError, IndexError):
             pass
     try:
-        modes = parse(index_file.read_bytes())
-    except (OSError, struct.error, ValueError, UnicodeDecodeError):
+        modes = parse(index_file.read_bytes(), oid_size, index_file.parent)
+    except (OSError, struct.error, ValueError, IndexError):
         return None
     if cache_file is not None and modes is not None:
         with contextlib.suppress(OSError):  # an unwritable cache only costs speed
@@ -59,22 +70,120 @@ def tracked_modes(index_file: Path, cache_file: Path | None = None) -> dict[str,
     return modes
 
 
-def parse(data: bytes) -> dict[str, int] | None:
+def parse(
+    data: bytes, oid_size: int = SHA1_SIZE, git_dir: Path | None = None
+) -> dict[str, int] | None:
+    """``path → mode`` of an index file's bytes; None for a format we do not read.
+
+    Names are bytes in the index; here they are ``os.fsdecode``d (see names.py),
+    so a name that is not UTF-8 is tracked like any other (issue 13 §8). A
+    split index (``link`` extension) is merged with its shared index, read
+    from ``git_dir`` (issue 13 §7); without ``git_dir`` it is not parsed.
+    """
+    parsed = _entries(data, oid_size)
+    if parsed is None:
+        return None
+    own, end = parsed
+    link = _extensions(data, end, oid_size).get(_SPLIT_INDEX)
+    entries: list[tuple[bytes, int]] | None = own
+    if link is not None:
+        entries = _with_shared_index(link, own, oid_size, git_dir)
+    if entries is None:
+        return None
+    modes: dict[str, int] = {}
+    for name, mode in entries:
+        # os.fsdecode without its per-call overhead (this loop runs per tracked path).
+        modes.setdefault(name.decode(_FS_ENCODING, _FS_ERRORS), mode)
+    return modes
+
+
+def _entries(data: bytes, oid_size: int) -> tuple[list[tuple[bytes, int]], int] | None:
+    """(name, mode) of each entry in file order, and where the extensions start."""
     signature, version, count = _HEADER.unpack_from(data, 0)
     if signature != b"DIRC" or version not in (2, 3, 4):
         return None
-    modes: dict[str, int] = {}
+    flags_at = _STAT_BYTES + oid_size
+    entries: list[tuple[bytes, int]] = []
     offset = _HEADER.size
     previous = b""
     for _ in range(count):
         (mode,) = struct.unpack_from(">I", data, offset + _MODE_AT)
-        (flags,) = struct.unpack_from(">H", data, offset + _FLAGS_AT)
-        pos = offset + _FLAGS_AT + 2
+        (flags,) = struct.unpack_from(">H", data, offset + flags_at)
+        pos = offset + flags_at + 2
         if version >= 3 and flags & _EXTENDED:
             pos += 2
         previous, offset = _name(data, version, offset, pos, previous)
-        modes.setdefault(previous.decode("utf-8"), mode)
-    return modes
+        entries.append((previous, mode))
+    return entries, offset
+
+
+def _with_shared_index(
+    link: bytes, own: list[tuple[bytes, int]], oid_size: int, git_dir: Path | None
+) -> list[tuple[bytes, int]] | None:
+    """A split index's entries merged into its shared index's, as git merges them.
+
+    The ``link`` extension names the shared index and holds two EWAH bitmaps
+    over its entries: those deleted, and those replaced by this file's first
+    entries, in order (a replacement with an empty name keeps the shared
+    name). This file's remaining entries are added. None when the shared
+    index cannot be read.
+    """
+    base = link[:oid_size]
+    if base == bytes(oid_size):
+        return own  # no shared index (yet): this file holds every entry
+    if git_dir is None:
+        return None
+    try:
+        shared_data = (git_dir / f"sharedindex.{base.hex()}").read_bytes()
+    except OSError:
+        return None
+    shared = _entries(shared_data, oid_size)
+    if shared is None:
+        return None
+    merged = list(shared[0])
+    deleted: list[int] = []
+    replaced: list[int] = []
+    if len(link) > oid_size:
+        deleted, after = _ewah_bits(link, oid_size)
+        replaced, _ = _ewah_bits(link, after)
+    if len(replaced) > len(own) or any(pos >= len(merged) for pos in (*deleted, *replaced)):
+        raise ValueError("link extension does not fit its shared index")
+    for k, pos in enumerate(replaced):
+        name, mode = own[k]
+        merged[pos] = (name or merged[pos][0], mode)
+    gone = set(deleted)
+    return [e for i, e in enumerate(merged) if i not in gone] + own[len(replaced) :]
+
+
+def _ewah_bits(data: bytes, offset: int) -> tuple[list[int], int]:
+    """The set bits of git's EWAH bitmap at ``offset``, and where the bitmap ends.
+
+    Layout: bit count, word count, that many 64-bit words, the last
+    run-length word's position (all big-endian). Each run-length word holds
+    a fill bit (bit 0), a count of 64-bit words of that fill (bits 1-32) and
+    a count of literal words that follow it (bits 33-63).
+    """
+    bit_count, word_count = struct.unpack_from(">II", data, offset)
+    words = struct.unpack_from(f">{word_count}Q", data, offset + 8)
+    end = offset + 8 + 8 * word_count + 4
+    bits: list[int] = []
+    pos = i = 0
+    while i < word_count:
+        marker = words[i]
+        i += 1
+        run = ((marker >> 1) & 0xFFFFFFFF) * 64
+        if marker & 1:
+            bits.extend(range(pos, min(pos + run, bit_count)))
+        pos += run
+        for _ in range(marker >> 33):
+            word = words[i]
+            i += 1
+            while word:
+                low = word & -word
+                bits.append(pos + low.bit_length() - 1)
+                word ^= low
+            pos += 64
+    return [b for b in bits if b < bit_count], end
 
 
 def _name(data: bytes, version: int, offset: int, pos: int, previous: bytes) -> tuple[bytes, int]:
@@ -117,7 +226,7 @@ class IndexEntry(NamedTuple):
     uid: int
     gid: int
     size: int
-    oid: bytes  # raw 20 bytes
+    oid: bytes  # the raw object id (20 bytes; 32 in a SHA-256 repository)
     flags: int
     extended: int  # the v3+ extended flags, 0 when absent
 
@@ -138,44 +247,47 @@ class IndexEntry(NamedTuple):
         return bool(self.extended & INTENT_TO_ADD)
 
 
-def read_entries(data: bytes) -> list[IndexEntry] | None:
+def read_entries(data: bytes, oid_size: int = SHA1_SIZE) -> list[IndexEntry] | None:
     """Every entry of an index file's bytes; None when they cannot be fully trusted.
 
     None for a bad checksum, a version other than 2-4, or a split index
     (its ``link`` extension means some entries live in another file).
     """
-    if len(data) < _HEADER.size + 20:
+    if len(data) < _HEADER.size + oid_size:
         return None
-    trailer = data[-20:]
-    if trailer != bytes(20) and hashlib.sha1(data[:-20]).digest() != trailer:
+    trailer = data[-oid_size:]
+    digest = hashlib.sha1 if oid_size == SHA1_SIZE else hashlib.sha256
+    if trailer != bytes(oid_size) and digest(data[:-oid_size]).digest() != trailer:
         return None  # not what git wrote (index.skipHash leaves the trailer zero)
     signature, version, count = _HEADER.unpack_from(data, 0)
     if signature != b"DIRC" or version not in (2, 3, 4):
         return None
+    # ctime s/ns, mtime s/ns, dev, ino, mode, uid, gid, size, object id, flags.
+    layout = struct.Struct(f">10I{oid_size}sH")
     entries: list[IndexEntry] = []
     offset = _HEADER.size
     previous = b""
     for _ in range(count):
-        fields = _ENTRY.unpack_from(data, offset)
+        fields = layout.unpack_from(data, offset)
         flags = fields[11]
-        pos = offset + _ENTRY.size
+        pos = offset + layout.size
         extended = 0
         if version >= 3 and flags & _EXTENDED:
             (extended,) = struct.unpack_from(">H", data, pos)
             pos += 2
         previous, offset = _name(data, version, offset, pos, previous)
-        entries.append(IndexEntry._make((previous.decode("utf-8"), *fields, extended)))
-    if _SPLIT_INDEX in _extensions(data, offset):
+        entries.append(IndexEntry._make((os.fsdecode(previous), *fields, extended)))
+    if _SPLIT_INDEX in _extensions(data, offset, oid_size):
         return None
     return entries
 
 
-def _extensions(data: bytes, offset: int) -> set[bytes]:
-    """Signatures of the extensions between the entries and the trailing checksum."""
-    found: set[bytes] = set()
-    end = len(data) - 20
+def _extensions(data: bytes, offset: int, oid_size: int) -> dict[bytes, bytes]:
+    """Each extension (signature → payload) between the entries and the trailing checksum."""
+    found: dict[bytes, bytes] = {}
+    end = len(data) - oid_size
     while offset + 8 <= end:
         signature, size = struct.unpack_from(">4sI", data, offset)
-        found.add(signature)
+        found[signature] = data[offset + 8 : offset + 8 + size]
         offset += 8 + size
     return found

@@ -1,20 +1,23 @@
 """Undo, redo and reset (SPEC §5): restores that are themselves undoable.
 
-Every operation first captures the worktree (the safety capture). Undo and
-reset refuse when a file they would touch changed after its checkpoint, and
-push the safety capture on the session's redo stack, so redo puts back the
-exact state before the undo, later user edits included.
+Every operation first captures the worktree (the safety capture), holding
+the current bytes of every path it will touch whatever ignore rules say. Undo
+and reset refuse when a file they would touch changed after its checkpoint,
+and push the safety capture on the session's redo stack, so redo puts back
+the exact state before the undo, later user edits included. The outcome is
+saved with a journal before the first file is written (journal.py).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 
+from snapshotter import journal
 from snapshotter.engine import Engine
 from snapshotter.errors import Conflict, NotFound, NothingToDo, StoreError
 from snapshotter.models import Checkpoint, RestoreReport
-from snapshotter.restore import RestoreResult, check_path, occupied
-from snapshotter.state import Mark, RedoEntry, State, editing, load, save
+from snapshotter.restore import RestoreResult, check_path
+from snapshotter.state import Mark, RedoEntry, State, editing, load
 from snapshotter.store import Capture, Store
 
 
@@ -49,11 +52,68 @@ def reset(engine: Engine, session_id: str, keep: int | None, *, force: bool = Fa
         if keep is not None:
             anchor = state.by_id(keep)
             if anchor is None or anchor.session_id != session_id:
-                raise NotFound(f"no checkpoint {keep} in session {session_id}")
+                raise NotFound(f"no checkpoint {keep} in session {session_id} "
+                               "(see `snapshotter list --all`)")
         targets = _after(state, session_id, keep or 0)
         if not targets:
             raise NothingToDo(f"nothing after checkpoint {keep or 0} to reset")
         return _revert(engine, state, session_id, targets, "reset", force, dry_run)
+
+
+def restore_files(engine: Engine, session_id: str, checkpoint_id: int, paths: list[str], *,
+                  after: bool = False, force: bool = False,
+                  dry_run: bool = False) -> RestoreReport:
+    """Put ``paths`` back as they were before checkpoint ``checkpoint_id`` (``after``: after it).
+
+    Part of a checkpoint, with undo's guarantees: the safety capture holds the
+    current bytes, a file edited since the checkpoint is refused without
+    ``force``, and redo puts everything back. The checkpoint itself stays as it
+    is (not marked undone): only these files moved. A path naming a directory
+    takes the files below it that the checkpoint changed or its tree holds.
+    """
+    with editing(engine.store) as state:
+        cp = state.by_id(checkpoint_id)
+        if cp is None:
+            raise NotFound(f"no checkpoint {checkpoint_id} in this worktree "
+                           "(see `snapshotter list --all`)")
+        source, other = (cp.after, cp.before) if after else (cp.before, cp.after)
+        chosen = _expand(engine, state, cp, [source, other], paths)
+        safety = _safety(engine, chosen)
+        # Refused: a file that is neither where the checkpoint left it nor already
+        # as asked, i.e. someone edited it since.
+        _refuse_changed(engine, safety.tree, {other: [
+            p for p in chosen if engine.entry(safety.tree, p) != engine.entry(source, p)
+        ]}, force)
+        steps = [(source, chosen)]
+        if dry_run:
+            return _report(state, [cp.id], _plan(engine, steps), dry_run)
+        new_tree = _after_tree(engine, safety.tree, steps)
+        _rebase_open_spans(engine, state, new_tree, chosen)
+        sess = state.session(session_id)
+        sess.redo.append(RedoEntry(op="restore", checkpoints=[], paths=chosen,
+                                   tree=safety.tree, after=new_tree))
+        sess.last = Mark.of(Capture(new_tree, safety.skipped, safety.started), state.next_id)
+        result = journal.run(engine.store, state, safety.tree, steps)
+        return _report(state, [cp.id], result, dry_run)
+
+
+def _expand(engine: Engine, state: State, cp: Checkpoint, trees: list[str],
+            paths: list[str]) -> list[str]:
+    """Worktree paths for ``paths``: files as given, directories as the files below them."""
+    touched = {f.path for c in (cp, *state.children(cp.id)) for f in c.files}
+    chosen: set[str] = set()
+    for path in paths:
+        check_path(path)
+        below = {p for p in touched if p.startswith(path + "/")}
+        for tree in trees:
+            below.update(engine.store.files_under(tree, path))
+        if below:
+            chosen.update(below)
+        elif any(engine.entry(tree, path) is not None for tree in trees) or path in touched:
+            chosen.add(path)
+        else:
+            raise NotFound(f"{path} is in neither side of checkpoint {cp.id}")
+    return sorted(chosen)
 
 
 def redo(engine: Engine, session_id: str, *, force: bool = False,
@@ -64,18 +124,23 @@ def redo(engine: Engine, session_id: str, *, force: bool = False,
         if not sess.redo:
             raise NothingToDo(f"nothing to redo in session {session_id}")
         entry = sess.redo[-1]
-        current = _unscoped(engine).capture()
-        _refuse_changed(engine, current.tree, {entry.after: entry.paths}, force)
-        result = _apply(engine, {entry.tree: entry.paths}, dry_run)
-        if not dry_run:
-            sess.redo.pop()
-            after = _with_paths_from(engine, current.tree, entry.tree, entry.paths)
-            sess.last = Mark.of(Capture(after, current.skipped), state.next_id)
-            _rebase_open_spans(engine, state, entry.tree, entry.paths)
-            for cp_id in entry.checkpoints:
-                cp = state.by_id(cp_id)
-                if cp is not None:
-                    _set_undone(state, cp, False)
+        safety = _safety(engine, entry.paths)
+        changed = _refuse_changed(engine, safety.tree, {entry.after: entry.paths}, force)
+        steps = [(entry.tree, list(entry.paths))]
+        if dry_run:
+            return _report(state, entry.checkpoints, _plan(engine, steps), dry_run)
+        after = _after_tree(engine, safety.tree, steps)
+        sess.redo.pop()
+        if changed:  # --force over files changed since the undo: one more redo puts them back
+            sess.redo.append(RedoEntry(op="undo", checkpoints=[], paths=changed, tree=safety.tree,
+                                       after=after))
+        sess.last = Mark.of(Capture(after, safety.skipped, safety.started), state.next_id)
+        _rebase_open_spans(engine, state, entry.tree, entry.paths)
+        for cp_id in entry.checkpoints:
+            cp = state.by_id(cp_id)
+            if cp is not None:
+                _set_undone(state, cp, False)
+        result = journal.run(engine.store, state, safety.tree, steps)
         return _report(state, entry.checkpoints, result, dry_run)
 
 
@@ -114,37 +179,45 @@ def _revert(engine: Engine, state: State, session_id: str, targets: list[Checkpo
         for f in cp.files:
             expected[f.path] = cp.after
             restore_from.setdefault(f.path, cp.before)
-    unscoped = _unscoped(engine)
-    safety = unscoped.capture()
+    paths = sorted(restore_from)
+    safety = _safety(engine, paths)
     _refuse_changed(engine, safety.tree, _group(expected), force)
-    groups = _group(restore_from)
+    steps = sorted(_group(restore_from).items())
     ids = [cp.id for cp in targets]
     if dry_run:
-        return _report(state, ids, _apply(engine, groups, dry_run), dry_run)
-    try:
-        result = _apply(engine, groups, dry_run)
-    except BaseException:
-        # Some files may already be written: keep the way back (redo) anyway.
-        after = unscoped.capture()
-        state.session(session_id).redo.append(RedoEntry(
-            op="undo" if op == "undo" else "reset", checkpoints=[], paths=sorted(restore_from),
-            tree=safety.tree, after=after.tree))
-        save(engine.store, state)  # the failure leaves the transaction: keep this much
-        raise
-    # What the worktree now is, without a second scan: the safety capture with
-    # the restored paths as their checkpoint trees have them.
-    after_tree = safety.tree
-    for tree, paths in groups.items():
-        after_tree = _with_paths_from(engine, after_tree, tree, paths)
-    after = Capture(after_tree, safety.skipped)
+        return _report(state, ids, _plan(engine, steps), dry_run)
+    # Everything the restore leads to is worked out and saved, with its journal,
+    # before the first file is written (journal.py): what the worktree will be is
+    # the safety tree with the restored paths as their checkpoints have them.
+    after = Capture(_after_tree(engine, safety.tree, steps), safety.skipped, safety.started)
     for cp in targets:
         _set_undone(state, cp, True)
-    _rebase_open_spans(engine, state, after.tree, sorted(restore_from))
+    _rebase_open_spans(engine, state, after.tree, paths)
     sess = state.session(session_id)
     sess.redo.append(RedoEntry(op="undo" if op == "undo" else "reset", checkpoints=ids,
-                               paths=sorted(restore_from), tree=safety.tree, after=after.tree))
+                               paths=paths, tree=safety.tree, after=after.tree))
     sess.last = Mark.of(after, state.next_id)
+    result = journal.run(engine.store, state, safety.tree, steps)
     return _report(state, ids, result, dry_run)
+
+
+def _safety(engine: Engine, paths: list[str]) -> Capture:
+    """The whole worktree now, plus every path the restore touches whatever rules say.
+
+    A safety capture must see every path (so it is unscoped), and it must hold
+    the bytes of each file it may overwrite or remove, even one an ignore rule
+    or the size limit keeps out of captures (#12.1): that is the way back.
+    """
+    for path in paths:  # one unsafe path rejects it all before anything is written
+        check_path(path)
+    capture = _unscoped(engine).capture()
+    return Capture(engine.store.hold(capture.tree, paths), capture.skipped, capture.started)
+
+
+def _after_tree(engine: Engine, safety: str, steps: list[tuple[str, list[str]]]) -> str:
+    """What the worktree is once ``steps`` are restored over ``safety``."""
+    return engine.store.edit_tree(
+        safety, {p: engine.entry(tree, p) for tree, paths in steps for p in paths})
 
 
 def _rebase_open_spans(engine: Engine, state: State, tree: str, paths: list[str]) -> None:
@@ -189,31 +262,29 @@ def _group(path_to_tree: dict[str, str]) -> dict[str, list[str]]:
 
 def _refuse_changed(
     engine: Engine, current: str, expected: dict[str, list[str]], force: bool
-) -> None:
+) -> list[str]:
     """Conflict unless every path is as ``expected`` says (tree → its paths).
 
-    A path also counts as changed when a file sits there that ``current`` (the
-    safety capture) lacks — too large, unreadable, replaced mid-capture —
-    because writing over it could never be redone.
+    With ``force``, the paths that are not (to be overwritten) are returned.
+
+    ``current`` is the safety tree: it holds every path's bytes, so a file the
+    capture left out (ignored, too large) is compared by its content too.
     """
     changed = sorted({
         p
         for tree, paths in expected.items()
         for p in paths
         if engine.entry(current, p) != engine.entry(tree, p)
-        or (engine.entry(current, p) is None and occupied(engine.root, p))
     })
     if changed and not force:
         raise Conflict(changed)
+    return changed
 
 
-def _apply(engine: Engine, groups: dict[str, list[str]], dry_run: bool) -> RestoreResult:
-    for paths in groups.values():  # one unsafe path rejects it all before any write
-        for path in paths:
-            check_path(path)
+def _plan(engine: Engine, steps: list[tuple[str, list[str]]]) -> RestoreResult:
     total = RestoreResult()
-    for tree, paths in groups.items():
-        done = engine.plan_restore(tree, paths) if dry_run else engine.restore(tree, paths)
+    for tree, paths in steps:
+        done = engine.plan_restore(tree, paths)
         total.restored.extend(done.restored)
         total.removed.extend(done.removed)
     total.restored.sort()

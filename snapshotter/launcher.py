@@ -6,6 +6,7 @@ times a session; every other command goes through the click CLI.
 
 from __future__ import annotations
 
+import os
 import sys
 
 
@@ -24,7 +25,11 @@ def main(argv: list[str] | None = None) -> None:
         # Exit 2 would make docker-agent block the tool call: a typo in the
         # hook's options must never stop the agent, so it is reported and ignored.
         print(f"snapshotter hook: ignoring unknown options {unknown}", file=sys.stderr)
-    sys.exit(run(sys.stdin.buffer, data_dir_opt, builtin_args))
+    # Whatever the store gets is private (SPEC §2; libgit2 makes objects 0444 and
+    # directories 0755 under the usual umask). A hook process never writes to the worktree.
+    os.umask(0o077)
+    # With stdin closed (``hook <&-``) Python sets sys.stdin to None: no event, still exit 0.
+    sys.exit(run(getattr(sys.stdin, "buffer", None), data_dir_opt, builtin_args))
 
 
 def _hook_args(args: list[str]) -> tuple[str | None, list[str], list[str]] | None:

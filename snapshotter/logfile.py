@@ -7,6 +7,7 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path
 
+from snapshotter.config import private_dir
 from snapshotter.store import stores_dir
 
 MAX_LOG_BYTES = 1024 * 1024
@@ -20,7 +21,8 @@ def append(data_dir: Path, message: str) -> None:
     """Append one line; never raises (a read-only data dir must not break the hook)."""
     path = log_path(data_dir)
     with contextlib.suppress(OSError):
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(path.parent.parent)
+        private_dir(path.parent)
         with contextlib.suppress(OSError):
             if path.stat().st_size > MAX_LOG_BYTES:
                 os.replace(path, path.with_suffix(".log.1"))

@@ -3,29 +3,52 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, ValidationInfo
+
+from snapshotter import names
 
 Status = Literal["added", "modified", "deleted"]
 Kind = Literal["turn", "tool"]
 
 
+def _name_from_json(value: object, info: ValidationInfo) -> object:
+    return names.decode(value) if info.mode == "json" and isinstance(value, str) else value
+
+
+# A worktree path: in memory the os.fsdecode'd name, in JSON (records and
+# ``--json``) git's quoted form when its bytes are not UTF-8 (names.py).
+PathName = Annotated[
+    str, BeforeValidator(_name_from_json), PlainSerializer(names.encode, when_used="json")
+]
+
+
 class FileChange(BaseModel):
+    """One file a checkpoint changed: its worktree path and how."""
+
     model_config = ConfigDict(frozen=True)
 
-    path: str
+    path: PathName
     status: Status
 
 
 class SkippedFile(BaseModel):
+    """A file left out of a snapshot (too large, unreadable): undo cannot restore it."""
+
     model_config = ConfigDict(frozen=True)
 
-    path: str
+    path: PathName
     reason: str
 
 
 class Checkpoint(BaseModel):
+    """One span in which files changed (a turn, or a tool call), undoable as a whole.
+
+    ``before`` and ``after`` are tree ids in the shadow store; ``parent`` is the
+    turn a tool checkpoint belongs to (SPEC §4).
+    """
+
     id: int
     session_id: str
     kind: Kind
@@ -37,15 +60,24 @@ class Checkpoint(BaseModel):
     skipped: list[SkippedFile] = Field(default_factory=list)
     undone: bool = False
     parent: int | None = None
+    # Worktree paths the tool's input named (``file_path``, ``path``, ...): such a
+    # file belongs to this tool and its session, whoever else was running (SPEC §4).
+    named_paths: list[PathName] = Field(default_factory=list)
+    # The raw values behind ``label`` (issue 15): what the user asked, why the
+    # turn ended, which tool ran and the shell command it was given.
+    prompt: str | None = None
+    reason: str | None = None
+    tool_name: str | None = None
+    command: str | None = None
 
 
 class RestoreReport(BaseModel):
     """What one undo, redo or reset did (the ``--json`` document)."""
 
     checkpoint: list[int]
-    restored: list[str]
-    removed: list[str]
-    skipped: list[str] = Field(default_factory=list)  # not in the snapshot: left alone
+    restored: list[PathName]
+    removed: list[PathName]
+    skipped: list[PathName] = Field(default_factory=list)  # not in the snapshot: left alone
     dry_run: bool = False
 
 

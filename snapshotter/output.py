@@ -5,14 +5,27 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from snapshotter.models import Checkpoint, RestoreReport
+from snapshotter.names import display
 
 if TYPE_CHECKING:
     from snapshotter.gc import GcReport
+
+# Where stdout cannot encode them (PYTHONIOENCODING=latin-1), use_ascii() swaps these.
+NESTED = "└ "
+ARROW = "→"
+ELLIPSIS = "…"
+
+
+def use_ascii() -> None:
+    """stdout's encoding lacks our symbols: print their ASCII stand-ins instead."""
+    global NESTED, ARROW, ELLIPSIS
+    NESTED, ARROW, ELLIPSIS = "+ ", "->", "..."
 
 
 def emit_json(data: Any) -> None:
@@ -26,35 +39,66 @@ def counts(cp: Checkpoint) -> str:
     return f"+{added} ~{modified} -{deleted}"
 
 
-def _when(cp: Checkpoint) -> str:
-    return cp.created_at[:19].replace("T", " ")
+def _when(cp: Checkpoint, now: datetime | None = None) -> str:
+    """Local time, with how long ago (records stay UTC; people read their own clock)."""
+    at = parse_time(cp.created_at)
+    local = at.astimezone()
+    now = now or datetime.now(UTC)
+    day = "%H:%M:%S" if local.date() == now.astimezone().date() else "%Y-%m-%d %H:%M"
+    return f"{local.strftime(day)} ({age(now - at)})"
 
 
-def _line(cp: Checkpoint, indent: str) -> str:
+def parse_time(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+
+def age(delta: timedelta) -> str:
+    seconds = max(0, int(delta.total_seconds()))
+    for unit, size in (("day", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            n = seconds // size
+            return f"{n} {unit}{'s' if unit == 'day' and n > 1 else ''} ago"
+    return "just now" if seconds < 10 else f"{seconds} s ago"
+
+
+_HEADER = f"{'ID':>5}  {'WHEN':<22}  {'KIND':<6}  {'WHAT':<36}  FILES"
+
+
+def _line(cp: Checkpoint, indent: str, now: datetime) -> str:
     undone = "  (undone)" if cp.undone else ""
     skipped = f"  ! {len(cp.skipped)} skipped" if cp.skipped else ""
     kind = f"{indent}{cp.kind}"
+    label = display(cp.label)
+    label = label if len(label) <= 36 else label[:35] + ELLIPSIS
     return (
-        f"{cp.id:>5}  {_when(cp)}  {kind:<6}  {cp.label[:24]:<24}  "
+        f"{cp.id:>5}  {_when(cp, now):<22}  {kind:<6}  {label:<36}  "
         f"{counts(cp)}{skipped}{undone}"
     )
 
 
-def checkpoints(cps: Sequence[Checkpoint], show_session: bool = False) -> None:
+def checkpoints(cps: Sequence[Checkpoint], show_session: bool = False,
+                session: str | None = None, others: int = 0) -> None:
+    """The ``list`` table; ``session`` is the one shown, ``others`` how many more exist."""
+    if session is not None:
+        more = (f"; {others} other session{'s' if others > 1 else ''} here "
+                "(`snapshotter list --all`)") if others else ""
+        click.echo(f"session {display(session)}{more}")
     if not cps:
         click.echo("no checkpoints")
         return
+    now = datetime.now(UTC)
+    click.echo(_HEADER)
     ids = {cp.id for cp in cps}
-    session = None
+    shown = None
     for cp in cps:
         if cp.parent is not None and cp.parent in ids:
             continue  # printed under its turn
-        if show_session and cp.session_id != session:
-            session = cp.session_id
-            click.echo(f"session {session}")
-        click.echo(_line(cp, ""))
+        if show_session and cp.session_id != shown:
+            shown = cp.session_id
+            click.echo(f"session {display(shown)}")
+        click.echo(_line(cp, "", now))
         for child in (c for c in cps if c.parent == cp.id):
-            click.echo(_line(child, "└ "))
+            click.echo(_line(child, NESTED, now))
     warned = [cp for cp in cps if cp.skipped]
     if warned:
         click.echo("! skipped files are not in the snapshot; undo cannot restore them "
@@ -66,36 +110,40 @@ def checkpoint_detail(cp: Checkpoint) -> None:
     parent = f", part of turn {cp.parent}" if cp.parent is not None else ""
     click.echo(f"checkpoint {cp.id}  {cp.kind} {cp.label}  {cp.created_at}  ({state}{parent})")
     click.echo(f"session {cp.session_id}")
-    click.echo(f"trees {cp.before[:12]} → {cp.after[:12]}")
+    click.echo(f"trees {cp.before[:12]} {ARROW} {cp.after[:12]}")
     mark = {"added": "+", "modified": "~", "deleted": "-"}
     for f in cp.files:
-        click.echo(f"  {mark[f.status]} {f.path}")
+        click.echo(f"  {mark[f.status]} {display(f.path)}")
     for s in cp.skipped:
-        click.echo(f"  ! {s.path}  (skipped: {s.reason}; undo cannot restore it)")
+        click.echo(f"  ! {display(s.path)}  (skipped: {s.reason}; undo cannot restore it)")
+
+
+_INFINITIVE = {"undid": "undo", "redid": "redo", "reset": "reset", "restored": "restore"}
 
 
 def report(verb: str, rep: RestoreReport, as_json: bool) -> None:
     if as_json:
-        emit_json(rep.model_dump())
+        emit_json(rep.model_dump(mode="json"))
         return
     ids = ", ".join(str(i) for i in rep.checkpoint)
-    prefix = "would " if rep.dry_run else ""
-    click.echo(f"{prefix}{verb} checkpoint {ids}: "
-               f"{len(rep.restored)} restored, {len(rep.removed)} removed")
+    done = "would restore" if rep.dry_run else "restored"
+    gone = "would remove" if rep.dry_run else "removed"
+    said = f"would {_INFINITIVE[verb]}" if rep.dry_run else verb
+    click.echo(f"{said} checkpoint {ids}: {len(rep.restored)} {done}, {len(rep.removed)} {gone}")
     for path in rep.restored:
-        click.echo(f"  restored {path}")
+        click.echo(f"  restored {display(path)}")
     for path in rep.removed:
-        click.echo(f"  removed  {path}")
+        click.echo(f"  removed  {display(path)}")
     for path in rep.skipped:
-        click.echo(f"  ! left alone {path} (skipped when recorded: not in the snapshot)")
-    if not rep.dry_run and verb in ("undid", "reset"):
+        click.echo(f"  ! left alone {display(path)} (skipped when recorded: not in the snapshot)")
+    if not rep.dry_run and verb in ("undid", "reset", "restored"):
         click.echo("run `snapshotter redo` to put it back")
 
 
 def gc_report(worktree: object, rep: GcReport) -> None:
     dropped = rep.dropped
     verb = "would drop" if rep.skipped.startswith("dry run") else "dropped"
-    click.echo(f"{worktree}: {verb} {len(dropped.sessions)} sessions and "
+    click.echo(f"{display(str(worktree))}: {verb} {len(dropped.sessions)} sessions and "
                f"{len(dropped.checkpoints)} checkpoints; kept {rep.objects_kept} objects "
                f"({rep.live_trees} trees); {rep.bytes_before} → {rep.bytes_after} bytes, "
                f"freed {rep.freed}" + (f" ({rep.skipped})" if rep.skipped else ""))

@@ -61,14 +61,30 @@ def apply_edits(root: Path, edits: list[dict[str, str]]) -> None:
 
 
 def replay(session: dict[str, Any], root: Path, send: Callable[[Event], None]) -> int:
-    """Apply each step: edits to ``root``, events (with ``cwd``) to ``send``."""
+    """Apply each step: edits to ``root``, events (with ``cwd``) to ``send``.
+
+    An event's recorded ``cwd`` is relative to the repository (Claude Code
+    sends its shell's current directory, so after a ``cd src`` it is ``src``);
+    ``{root}`` in any string stands for the repository's absolute path.
+    """
     sent = 0
     for step in session["steps"]:
         apply_edits(root, step.get("edits", []))
         if "event" in step:
-            send({**step["event"], "cwd": str(root)})
+            event = _with_root(step["event"], str(root))
+            send({**event, "cwd": str(root / event.get("cwd", ""))})
             sent += 1
     return sent
+
+
+def _with_root(value: Any, root: str) -> Any:
+    if isinstance(value, str):
+        return value.replace("{root}", root)
+    if isinstance(value, dict):
+        return {k: _with_root(v, root) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_with_root(v, root) for v in value]
+    return value
 
 
 def _write(root: Path, rel: str, content: str) -> None:

@@ -6,6 +6,10 @@ and is renamed over the target, so a kill leaves the old or the new file.
 Parents are checked with ``lstat`` one component at a time: a symlinked
 directory is never written through and a destination symlink is replaced,
 never followed.
+
+A restore run from a journal (journal.py) names its temp files in advance
+and, given the safety tree, writes or removes a path only while it still is
+as that tree has it: what the user changed meanwhile is never clobbered.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import contextlib
 import os
 import secrets
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,11 +27,15 @@ from snapshotter.fileio import TEMP_PREFIX
 from snapshotter.scan import MODE_EXEC, MODE_LINK, git_mode
 from snapshotter.store import Store
 
+Entry = tuple[int, bytes]  # (git mode, raw blob id)
+
 
 @dataclass
 class RestoreResult:
     restored: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)  # changed since the safety tree: left alone
+    failed: list[str] = field(default_factory=list)  # ``tolerant`` runs: could not be restored
 
 
 def check_path(rel: str) -> None:
@@ -61,8 +69,21 @@ def plan(store: Store, tree: str, paths: Iterable[str]) -> RestoreResult:
     return result
 
 
-def restore(store: Store, tree: str, paths: Iterable[str]) -> RestoreResult:
-    """Make each of ``paths`` match ``tree``: write, re-mode or remove it."""
+def restore(
+    store: Store,
+    tree: str,
+    paths: Iterable[str],
+    *,
+    safety: str | None = None,
+    temps: Mapping[str, str] | None = None,
+    tolerant: bool = False,
+) -> RestoreResult:
+    """Make each of ``paths`` match ``tree``: write, re-mode or remove it.
+
+    ``safety``: touch a path only while it is as that tree has it (else it is
+    ``kept``). ``temps``: path → the temp file name to write it through.
+    ``tolerant``: a path that fails is listed in ``failed``, the rest go on.
+    """
     root = store.worktree.root
     wanted = sorted(set(paths))
     for rel in wanted:
@@ -71,15 +92,60 @@ def restore(store: Store, tree: str, paths: Iterable[str]) -> RestoreResult:
     result = RestoreResult()
     # Removals first, deepest first, so a directory emptied here can become a
     # file or symlink below (and a symlink can become a directory).
-    for rel in sorted((r for r, t in targets.items() if t is None), key=_depth, reverse=True):
-        if _remove(root, rel):
-            result.removed.append(rel)
-    for rel in sorted((r for r, t in targets.items() if t is not None), key=_depth):
+    removals = sorted((r for r, t in targets.items() if t is None), key=_depth, reverse=True)
+    writes = sorted((r for r, t in targets.items() if t is not None), key=_depth)
+    for rel in [*removals, *writes]:
         target = targets[rel]
-        assert target is not None
-        if _write(store, root, rel, target):
-            result.restored.append(rel)
+        try:
+            if safety is not None and _changed_since(store, root, rel, target, safety):
+                result.kept.append(rel)
+            elif target is None:
+                if _remove(root, rel):
+                    result.removed.append(rel)
+            elif _write(store, root, rel, target, (temps or {}).get(rel)):
+                result.restored.append(rel)
+        except (OSError, UnsafePath):
+            if not tolerant:
+                raise
+            result.failed.append(rel)
     return result
+
+
+def current(root: Path, rel: str) -> Entry | None:
+    """What is at ``rel`` now, as a tree entry; None for nothing (or a directory)."""
+    import pygit2
+
+    if not _parents_are_dirs(root, rel):
+        return None
+    path = root / rel
+    st = _lstat(path)
+    mode = git_mode(st.st_mode) if st is not None else None
+    if mode is None:
+        return None
+    if mode == MODE_LINK:
+        return (mode, pygit2.hash(os.fsencode(os.readlink(path))).raw)
+    return (mode, pygit2.hashfile(str(path)).raw)
+
+
+def _changed_since(store: Store, root: Path, rel: str, target: Entry | None,
+                   safety: str) -> bool:
+    """Neither as ``safety`` has it (not yet restored) nor as ``target`` (done)."""
+    now = current(root, rel)
+    return now != target and now != store.entry(safety, rel)
+
+
+def remove_temps(root: Path, temps: Mapping[str, str]) -> int:
+    """Delete the temp files a journalled restore may have left; only those names."""
+    removed = 0
+    for rel, name in temps.items():
+        parent = rel.rpartition("/")[0]
+        tmp = f"{parent}/{name}" if parent else name
+        if not name.startswith(TEMP_PREFIX) or "/" in name or not _parents_are_dirs(root, tmp):
+            continue
+        with contextlib.suppress(OSError):  # absent, or not a file: not ours
+            os.unlink(root / tmp)
+            removed += 1
+    return removed
 
 
 def _depth(rel: str) -> tuple[int, str]:
@@ -125,12 +191,15 @@ def _remove(root: Path, rel: str) -> bool:
 
 
 def _prune_empty_dirs(root: Path, directory: Path) -> None:
-    while directory != root and root in directory.parents:
+    top, here = str(root), str(directory)
+    if not here.startswith(top + os.sep):
+        return
+    while here != top:  # (string steps: Path.parents is linear per call, #13.3)
         try:
-            directory.rmdir()
+            os.rmdir(here)
         except OSError:
             return
-        directory = directory.parent
+        here = os.path.dirname(here)
 
 
 def _ensure_parents(root: Path, rel: str) -> None:
@@ -158,7 +227,7 @@ def _matches(
     return pygit2.hashfile(str(path)).raw == oid
 
 
-def _write(store: Store, root: Path, rel: str, target: tuple[int, bytes]) -> bool:
+def _write(store: Store, root: Path, rel: str, target: Entry, temp: str | None) -> bool:
     _ensure_parents(root, rel)
     path = root / rel
     st = _lstat(path)
@@ -178,7 +247,7 @@ def _write(store: Store, root: Path, rel: str, target: tuple[int, bytes]) -> boo
         if pygit2.hashfile(str(path)).raw == oid:
             os.chmod(path, _file_mode(mode))
             return True
-    tmp = path.parent / f"{TEMP_PREFIX}{secrets.token_hex(6)}"
+    tmp = path.parent / (temp or f"{TEMP_PREFIX}{secrets.token_hex(6)}")
     try:
         if mode == MODE_LINK:
             os.symlink(os.fsdecode(store.blob(oid)), tmp)

@@ -14,12 +14,12 @@ from collections.abc import Callable, Collection, Container
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from snapshotter import progress
 from snapshotter.errors import TooManyFiles
-from snapshotter.ignore import IgnoreRules, global_excludes_file, read_lines
+from snapshotter.ignore import IgnoreRules
 from snapshotter.worktree import (
     RepoContext,
     Worktree,
-    config_value,
     global_rules,
     nested_context,
     top_context,
@@ -192,8 +192,9 @@ class _Walker:
             parent_abs = os.path.join(self.root, current.rel)
             if self.on_dir is not None:
                 self.on_dir(parent_abs)
-            gitignore = read_lines(os.path.join(parent_abs, ".gitignore"), nofollow=True)
-            rules = current.rules.with_gitignore(current.ctx.rel(current.rel), gitignore)
+            ctx_rel = current.ctx.rel(current.rel)
+            gitignore = current.ctx.gitignore_lines(parent_abs, ctx_rel)
+            rules = current.rules.with_gitignore(ctx_rel, gitignore)
             current = _Dir(current.rel, current.ctx, rules, current.ignored)
             child = self._enter(current, part, os.path.join(parent_abs, part))
             if child is None:
@@ -219,10 +220,17 @@ class _Walker:
         except OSError as exc:
             self._skip(d.rel, f"unreadable directory: {exc.strerror}")
             return []
+        progress.tick(len(entries))
         rules = d.rules
-        if not d.ignored and any(e.name == ".gitignore" for e in entries):
-            gitignore = read_lines(os.path.join(dir_abs, ".gitignore"), nofollow=True)
-            rules = rules.with_gitignore(d.ctx.rel(d.rel), gitignore)
+        if not d.ignored:
+            present = any(e.name == ".gitignore" for e in entries)
+            ctx_rel = d.ctx.rel(d.rel)
+            # A tracked .gitignore missing here may be skip-worktree: read from the index.
+            if present or (f"{ctx_rel}/.gitignore" if ctx_rel else ".gitignore") in (
+                d.ctx.tracked.modes
+            ):
+                gitignore = d.ctx.gitignore_lines(dir_abs, ctx_rel, present)
+                rules = rules.with_gitignore(ctx_rel, gitignore)
         here = _Dir(d.rel, d.ctx, rules, d.ignored)
         subdirs: list[_Dir] = []
         for entry in entries:
@@ -237,14 +245,8 @@ class _Walker:
         # The hot loop of every capture: one call per path, so kept lean.
         name = entry.name
         rel = f"{d.rel}/{name}" if d.rel else name
-        if not name.isascii():
-            try:
-                rel.encode("utf-8")
-            except UnicodeEncodeError:
-                # Reported with \xNN escapes: a lone surrogate cannot go into JSON records.
-                shown = os.fsencode(rel).decode("utf-8", "backslashreplace")
-                self._skip(shown, "file name is not valid UTF-8")
-                return None
+        # A name that is not UTF-8 is os.fsdecode'd like any other and kept
+        # byte-exact from here on (names.py); git tracks such names too.
         try:
             st = entry.stat(follow_symlinks=False)
         except FileNotFoundError:
@@ -275,12 +277,7 @@ class _Walker:
             return None
         if os.path.lexists(os.path.join(path_abs, ".git")):
             self.result.nested.append(rel)
-            # core.excludesFile as the nested repository's own config chain sets it.
-            configured = config_value(Path(path_abs), "core.excludesFile")
-            excludes = read_lines(Path(path_abs) / global_excludes_file(configured))
-            nested = nested_context(
-                Path(path_abs), rel, IgnoreRules.for_repository(None, excludes)
-            )
+            nested = nested_context(Path(path_abs), rel)  # its own config and rules
             return _Dir(rel, nested, nested.rules, False)
         return _Dir(rel, d.ctx, d.rules, ignored and not is_gitlink)
 

@@ -58,6 +58,9 @@ def seed(
 def _seed(
     store_git_dir: Path, worktree: Worktree, stale: Mapping[str, Stat], scanned: Collection[str]
 ) -> dict[str, bytes]:
+    if worktree.object_format != "sha1":
+        # A SHA-256 repository's ids and objects are not our SHA-1 store's (issue 12 §2).
+        return {}
     index = _read_index(worktree.git_dir / "index")
     if index is None:
         return {}

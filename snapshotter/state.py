@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from snapshotter.errors import StoreError
 from snapshotter.fileio import write_atomic
-from snapshotter.models import Checkpoint, SkippedFile, now_iso
+from snapshotter.models import Checkpoint, PathName, SkippedFile, now_iso
 from snapshotter.store import Capture, Store
 
 STATE_FILE = "state.json"
@@ -28,15 +28,19 @@ class Mark(BaseModel):
     """A capture remembered as the start of a span (turn, tool, session)."""
 
     tree: str
-    skips: dict[str, tuple[str, int, int]] = Field(default_factory=dict)  # reason, size, mtime
+    skips: dict[PathName, tuple[str, int, int]] = Field(default_factory=dict)  # reason, size, mtime
     next_id: int  # the store's next checkpoint id when the span started
     tool_use_id: str | None = None
     tool_name: str = ""
+    named: list[PathName] = Field(default_factory=list)  # paths the tool's input names
+    command: str | None = None  # a shell tool's command, for the label
+    at: int = 0  # time.time_ns() when its capture began (0: unknown)
 
     @classmethod
     def of(cls, capture: Capture, next_id: int, **extra: str | None) -> Mark:
         skips = {p: (s.reason, s.size, s.mtime_ns) for p, s in capture.skipped.items()}
-        return cls(tree=capture.tree, skips=skips, next_id=next_id, **extra)  # type: ignore[arg-type]
+        return cls(tree=capture.tree, skips=skips, next_id=next_id,
+                   at=capture.started, **extra)  # type: ignore[arg-type]
 
     def new_skips(self, later: Capture) -> list[SkippedFile]:
         """Skips of ``later`` that appeared or changed since this mark."""
@@ -48,11 +52,23 @@ class Mark(BaseModel):
 
 
 class RedoEntry(BaseModel):
-    op: Literal["undo", "reset"]
+    op: Literal["undo", "reset", "restore"]
     checkpoints: list[int]
-    paths: list[str]
+    paths: list[PathName]
     tree: str  # the state just before the undo: what redo puts back
     after: str  # the state the undo left: a redo refuses if the user changed it since
+
+
+class Restoring(BaseModel):
+    """The journal of a restore under way (see journal.py).
+
+    Saved with the operation's redo entry before the first worktree write, so
+    the next command can finish a killed undo, redo or reset (#13.1).
+    """
+
+    safety: str  # every path below as it was before: a path still so may be written
+    steps: list[tuple[str, list[PathName]]]  # (tree, paths) to make match it, in order
+    temps: dict[PathName, PathName]  # path → the temp file name its write may create (#13.4)
 
 
 class SessionState(BaseModel):
@@ -62,6 +78,7 @@ class SessionState(BaseModel):
     turn_tools: list[int] = Field(default_factory=list)
     tools: list[Mark] = Field(default_factory=list)
     redo: list[RedoEntry] = Field(default_factory=list)
+    prompt: str | None = None  # what the user asked last: the next turn's label
 
 
 class State(BaseModel):
@@ -69,6 +86,7 @@ class State(BaseModel):
     next_id: int = 1
     checkpoints: list[Checkpoint] = Field(default_factory=list)
     sessions: dict[str, SessionState] = Field(default_factory=dict)
+    restoring: Restoring | None = None  # a restore's journal, until it is done
 
     def session(self, session_id: str) -> SessionState:
         return self.sessions.setdefault(session_id, SessionState())
@@ -98,6 +116,9 @@ class State(BaseModel):
             trees.update(m.tree for m in marks if m is not None)
             for entry in sess.redo:
                 trees.update((entry.tree, entry.after))
+        if self.restoring is not None:
+            trees.add(self.restoring.safety)
+            trees.update(tree for tree, _paths in self.restoring.steps)
         return trees
 
 
@@ -115,8 +136,8 @@ def load(store: Store) -> State:
         raise StoreError(f"{path} is damaged ({exc.error_count()} errors); move it away") from exc
 
 
-def save(store: Store, state: State) -> None:
-    write_atomic(store.root / STATE_FILE, state.model_dump_json().encode())
+def save(store: Store, state: State, *, durable: bool = False) -> None:
+    write_atomic(store.root / STATE_FILE, state.model_dump_json().encode(), durable=durable)
 
 
 @contextmanager

@@ -9,8 +9,8 @@ being configured as the shadow's workdir (see MEASURED.md's pitfalls).
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
-import re
 import stat
 import time
 from collections.abc import Collection, Iterator, Mapping, Sequence
@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING
 from snapshotter import manifest as manifest_io
 from snapshotter import packwriter, treebuild, watch
 from snapshotter.errors import CaptureFailed, StoreError
-from snapshotter.fileio import TEMP_PREFIX, remove_temp_files
+from snapshotter.fileio import remove_temp_files
 from snapshotter.ignore import global_excludes_file
-from snapshotter.scan import MODE_LINK, ScanResult, Skip, Stat, rescan, scan
-from snapshotter.worktree import Worktree, config_value
+from snapshotter.scan import MODE_FILE, MODE_LINK, ScanResult, Skip, Stat, git_mode, rescan, scan
+from snapshotter.worktree import Worktree, config_files, config_value
 
 if TYPE_CHECKING:
     import filelock
@@ -38,14 +38,29 @@ LOCK_TIMEOUT_S = 30.0
 # From this many files to hash, one pack beats one loose object per file.
 BULK_MIN_FILES = 64
 BULK_MAX_FILE_BYTES = 32 * 1024 * 1024
+# Reads of a file that keeps changing under them, before it is recorded as read.
+READ_RETRIES = 4
 # Past this many loose objects a capture packs them (about 40 one-file checkpoints).
 LOOSE_PACK_AT = 256
 # Files with other hard links are re-checked by stat on every watched capture
 # (a write through another name raises no event here); past this, just walk.
 MAX_LINKED = 1000
-# restore.py's temp file next to its target (prefix + 12 hex digits).
-RESTORE_TEMP = re.compile(rf"(?:^|/){re.escape(TEMP_PREFIX)}[0-9a-f]{{12}}$")
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+
+def _make_private(data_dir: Path, root: Path) -> None:
+    """The data directory, the stores directory and this store: 0700 (SPEC §2).
+
+    A store made by an older version (0755 directories, 0644 or 0444 files)
+    is closed on open, contents included; from then on its directories alone
+    keep other users out, whatever mode libgit2 gives the files within.
+    """
+    from snapshotter.config import make_private_tree, private_dir
+
+    levels = (data_dir, stores_dir(data_dir), root)
+    fixed = [d for d in levels if private_dir(d)]
+    if fixed:
+        make_private_tree(fixed[0])  # the outermost that was open, all below it
 
 
 def store_key(root: Path) -> str:
@@ -72,6 +87,7 @@ class _Watched:
 class Capture:
     tree: str
     skipped: dict[str, Skip] = field(default_factory=dict)
+    started: int = 0  # time.time_ns() before the walk: what predates it was there before
 
 
 class Store:
@@ -89,13 +105,12 @@ class Store:
     def open(cls, data_dir: Path, worktree: Worktree, *, create: bool = True) -> Store | None:
         """The store of ``worktree``; None when it does not exist and ``create`` is off."""
         root = stores_dir(data_dir) / store_key(worktree.root)
-        if not (root / "git" / "HEAD").exists():
-            if not create:
-                return None
-            try:
-                root.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise StoreError(f"cannot create the store in {root}: {exc.strerror}") from exc
+        if not create and not (root / "git" / "HEAD").exists():
+            return None
+        try:
+            _make_private(data_dir, root)
+        except OSError as exc:
+            raise StoreError(f"cannot create the store in {root}: {exc.strerror}") from exc
         store = cls(root, worktree)
         try:
             with store.locked():
@@ -134,8 +149,9 @@ class Store:
         git_dir = self.root / "git"
         try:
             if not (git_dir / "HEAD").exists():
+                # The record first, byte-exact: no store without it (issue 13 §18).
+                (self.root / "worktree").write_bytes(os.fsencode(self.worktree.root) + b"\n")
                 pygit2.init_repository(str(git_dir), bare=True)
-                (self.root / "worktree").write_text(str(self.worktree.root) + "\n")
         except (pygit2.GitError, OSError) as exc:
             raise StoreError(f"cannot create the store in {self.root}: {exc}") from exc
         self._recover()
@@ -147,6 +163,10 @@ class Store:
                 os.unlink(self.root / leftover)
         remove_temp_files(self.root)
         packwriter.clean_pack_dir(self.root / "git" / "objects" / "pack")
+        if _journalled(self.root):
+            from snapshotter import journal
+
+            journal.recover(self)
 
     # -- capture ---------------------------------------------------------
 
@@ -165,21 +185,17 @@ class Store:
                 raise CaptureFailed(f"{exc.strerror or exc}: {exc.filename or ''}") from exc
 
     def _capture(self, limit: int, excluded: frozenset[str], max_files: int | None) -> Capture:
+        # A killed restore's temp files are not special here (#13.4: a user's file
+        # may look like one): the journal names them and recovery removes them.
         key = (self.worktree.scope, limit, excluded, max_files)
+        started = time.time_ns()
         watched = self._watched(key)
         if watched is not None and watched.last is not None and not watched.last.dirty:
             watched.watcher.remember(key, watched.last)  # nothing happened since
-            return Capture(watched.last.tree, dict(watched.last.scan.skipped))
+            return Capture(watched.last.tree, dict(watched.last.scan.skipped), started)
         manifest_path = self.root / "manifest"
         old = manifest_io.load(manifest_path)
-        started = time.time_ns()
         result = self._walk(watched, old, limit, excluded, max_files)
-        for rel in [r for r in result.entries if TEMP_PREFIX in r and RESTORE_TEMP.search(r)]:
-            # A restore killed between writing its temp file and the rename: never
-            # the user's, and stale (restores hold this lock), so it goes.
-            del result.entries[rel]
-            with contextlib.suppress(OSError):
-                os.unlink(self.worktree.root / rel)
         entries: dict[str, manifest_io.Entry] = {}
         changed: dict[str, manifest_io.Entry] = {}
         stale = []
@@ -221,7 +237,7 @@ class Store:
             # Nested repositories have rule files of their own: those always walk.
             watched.watcher.remember(key, watch.Remembered(watched.files, watched.env, tree,
                                                            result))
-        return Capture(tree, result.skipped)
+        return Capture(tree, result.skipped, started)
 
     def _watched(self, key: tuple[object, ...]) -> _Watched | None:
         """What this process's watcher knows of the worktree, if it watches it."""
@@ -305,15 +321,12 @@ class Store:
         """Files outside the walked directories that decide what a walk keeps."""
         tree = self.worktree
         configured = config_value(tree.common_dir, "core.excludesFile")
-        home = Path(os.path.expanduser("~"))
-        xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
         return tuple(str(p) for p in (
             tree.git_dir / "index",
             tree.common_dir / "info" / "exclude",
-            tree.common_dir / "config",
-            home / ".gitconfig",
-            xdg / "git" / "config",
-            Path("/etc/gitconfig"),
+            # The config files git reads (GIT_CONFIG_GLOBAL and the rest): they
+            # name the excludes file and set core.ignorecase.
+            *(path for _level, path in config_files(tree.common_dir)),
             tree.root / global_excludes_file(configured),
         ))
 
@@ -332,15 +345,11 @@ class Store:
                 if st[0] == MODE_LINK or st[1] > BULK_MAX_FILE_BYTES:
                     continue  # links and big files take the one-by-one path
                 try:
-                    # Non-blocking: a FIFO put there since the walk must not hang us.
-                    fd = os.open(self.worktree.root / rel,
-                                 os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
-                    with open(fd, "rb") as f:
-                        if not stat.S_ISREG(os.fstat(fd).st_mode):
-                            continue  # replaced since the walk: the one-by-one path skips it
-                        data = f.read()
+                    data = read_stable(str(self.worktree.root / rel))
                 except OSError:
                     continue  # the one-by-one path records why
+                if data is None:
+                    continue  # replaced since the walk: the one-by-one path skips it
                 oid = packwriter.object_id(packwriter.BLOB, data)
                 found[rel] = oid
                 # No existence check: a miss costs libgit2 a pack rescan, far
@@ -352,7 +361,12 @@ class Store:
         return found
 
     def _hash(self, rel: str, mode: int, skipped: dict[str, Skip]) -> bytes | None:
-        """Write one file's blob; None (and a skip) when it cannot be read."""
+        """Write one file's blob; None (and a skip) when it cannot be read.
+
+        The bytes are read here, not by libgit2 (whose streamed read fails with
+        EINVAL when the file changes under it: issue 13.5, a lost event), and
+        read again while the file changes under the read.
+        """
         import pygit2
 
         path = str(self.worktree.root / rel)
@@ -364,18 +378,51 @@ class Store:
                 skipped[rel] = Skip(rel, "changed while capturing")
                 return None
             if mode == MODE_LINK:
-                return self.repo.create_blob(os.fsencode(os.readlink(path))).raw
-            return self.repo.create_blob_fromdisk(path).raw
+                return self.put(packwriter.BLOB, os.fsencode(os.readlink(path)))
+            if os.lstat(path).st_size > BULK_MAX_FILE_BYTES:
+                return self._hash_big(path)
+            data = read_stable(path)
+            if data is None:
+                skipped[rel] = Skip(rel, "changed while capturing")
+                return None
+            return self.put(packwriter.BLOB, data)  # never a freshening write (#12.4)
         except FileNotFoundError:
             return None  # vanished while we looked: it is simply not there any more
-        except (OSError, pygit2.GitError) as exc:
-            readable = _readable(path)
-            if readable is None:
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENXIO):  # became a link or socket meanwhile
+                skipped[rel] = Skip(rel, "changed while capturing")
                 return None
-            if readable:
+            self._unreadable(rel, path, exc, skipped)
+        except pygit2.GitError as exc:
+            self._unreadable(rel, path, exc, skipped)
+        return None
+
+    def _hash_big(self, path: str) -> bytes:
+        """A file too big to hold in memory, streamed by libgit2; tried again while it
+        changes under the read, then recorded as libgit2 last read it."""
+        import pygit2
+
+        for _ in range(READ_RETRIES - 1):
+            before = _stat_key(path)
+            try:
+                oid = self.put_streamed(path)
+            except pygit2.GitError:
+                if _stat_key(path) != before:
+                    continue  # changed under the read: read it again
                 raise
-            skipped[rel] = Skip(rel, f"unreadable: {getattr(exc, 'strerror', None) or exc}")
-            return None
+            if _stat_key(path) == before:
+                return oid
+        return self.put_streamed(path)
+
+    @staticmethod
+    def _unreadable(rel: str, path: str, exc: Exception, skipped: dict[str, Skip]) -> None:
+        """A failed read: a skip if the file is unreadable to us, else the error."""
+        readable = _readable(path)
+        if readable is None:
+            return  # it went meanwhile
+        if readable:
+            raise exc
+        skipped[rel] = Skip(rel, f"unreadable: {getattr(exc, 'strerror', None) or exc}")
 
     def _write_trees(
         self, old: manifest_io.Manifest, entries: dict[str, manifest_io.Entry], paths: list[str]
@@ -386,7 +433,6 @@ class Store:
         are hashed and written (loose: a few per capture); otherwise every
         tree is, into one pack.
         """
-        import pygit2
 
         incremental = (
             old.tree is not None and old.trees.get("") == bytes.fromhex(old.tree)
@@ -394,9 +440,8 @@ class Store:
         )
         if incremental:
             root, trees, ids = treebuild.update(entries, old.trees, paths)
-            odb = self.repo.odb
             for _oid, data in trees:
-                odb.write(pygit2.enums.ObjectType.TREE, data)
+                self.put(treebuild.TREE, data)
             return root.hex(), ids, len(trees)
         root, trees, ids = treebuild.build(entries)
         objects = ((oid, treebuild.TREE, data) for oid, data in trees)
@@ -426,40 +471,189 @@ class Store:
             return None
         return (int(item.filemode), item.id.raw)
 
+    def last_tree(self) -> str | None:
+        """The tree of the newest capture of this worktree, by anyone; None before the first."""
+        tree = manifest_io.load(self.root / "manifest").tree
+        return tree if tree is not None and self._has(tree) else None
+
+    def files_under(self, tree: str, directory: str) -> list[str]:
+        """Every file path below ``directory`` in ``tree`` (none if it is not a directory there)."""
+        import pygit2
+
+        try:
+            root = self.tree_object(tree)
+            top: object = self.repo[root[directory].id] if directory else root
+        except (KeyError, ValueError, StoreError):
+            return []
+        found: list[str] = []
+        pending: list[tuple[str, object]] = [(directory, top)]
+        while pending:  # a loop, not recursion: trees may be thousands deep
+            prefix, node = pending.pop()
+            if not isinstance(node, pygit2.Tree):
+                continue
+            for child in node:
+                rel = f"{prefix}/{child.name}" if prefix else str(child.name)
+                if child.filemode == pygit2.enums.FileMode.TREE:
+                    pending.append((rel, self.repo[child.id]))
+                else:
+                    found.append(rel)
+        return sorted(found)
+
     def edit_tree(self, base: str, changes: Mapping[str, tuple[int, bytes] | None]) -> str:
         """``base`` with each path set to (mode, blob id), or removed for None.
 
         Only the trees on the way from the changed paths to the root are read
         and written: an undo on a 50k-file worktree need not rebuild them all.
+        A loop over directories, deepest first, never a recursion: a checkpoint
+        1,100 directories deep must be restorable (#13.3). A None for a path
+        that is a directory in ``base`` leaves the directory alone.
         """
-        root = self._edit(bytes.fromhex(base), _by_first_name(changes))
-        return (root or bytes.fromhex(EMPTY_TREE)).hex()
-
-    def _edit(self, tree: bytes | None, changes: dict[str, dict[str, tuple[int, bytes] | None]],
-              ) -> bytes | None:
         import pygit2
 
+        try:
+            return self._edit(base, changes)
+        except (pygit2.GitError, OSError) as exc:
+            raise StoreError(f"cannot write to the store {self.root}: {_why(exc)}") from exc
+
+    def _edit(self, base: str, changes: Mapping[str, tuple[int, bytes] | None]) -> str:
+        dirs = {""}
+        files: dict[str, dict[bytes, tuple[int, bytes] | None]] = {}
+        for path, change in changes.items():
+            parent, _, name = path.rpartition("/")
+            files.setdefault(parent, {})[os.fsencode(name)] = change
+            while parent not in dirs:
+                dirs.add(parent)
+                parent = parent.rpartition("/")[0]
+        by_depth = sorted(dirs, key=lambda d: (d.count("/") + bool(d), d))
+        children: dict[str, list[str]] = {}
+        old: dict[str, bytes | None] = {"": bytes.fromhex(base)}
+        for d in by_depth[1:]:  # parents first: each directory's tree id in ``base``
+            parent, _, name = d.rpartition("/")
+            children.setdefault(parent, []).append(d)
+            old[d] = self._subtree(old[parent], os.fsencode(name))
+        new: dict[str, bytes | None] = {}
+        for d in reversed(by_depth):  # children first: each directory's new tree
+            items = self._tree_items(old[d])
+            mine = files.get(d, {})
+            for key, change in mine.items():
+                if change is not None:
+                    items[key] = change
+                elif items.get(key, (0,))[0] != treebuild.MODE_TREE:
+                    items.pop(key, None)  # the file went (a directory is no file)
+            for sub in children.get(d, ()):
+                key = os.fsencode(sub.rpartition("/")[2])
+                if mine.get(key) is not None:
+                    continue  # a file now: nothing can live below it
+                subtree = new[sub]
+                if subtree is None:
+                    if items.get(key, (0,))[0] == treebuild.MODE_TREE:
+                        del items[key]  # git keeps no empty directories
+                else:
+                    items[key] = (treebuild.MODE_TREE, subtree)
+            new[d] = self.put(treebuild.TREE, treebuild.tree_bytes(items)) if items else None
+        return (new[""] or bytes.fromhex(EMPTY_TREE)).hex()
+
+    def _subtree(self, tree: bytes | None, name: bytes) -> bytes | None:
+        item = self._tree_items(tree).get(name)
+        return item[1] if item is not None and item[0] == treebuild.MODE_TREE else None
+
+    def _tree_items(self, tree: bytes | None) -> dict[bytes, tuple[int, bytes]]:
+        """name → (mode, raw id) of a stored tree; empty for None or the empty tree."""
+        import pygit2
+
+        if tree is None or tree == bytes.fromhex(EMPTY_TREE):
+            return {}
+        obj = self.repo[pygit2.Oid(raw=tree)]
+        assert isinstance(obj, pygit2.Tree)
+        return {e.raw_name or b"": (int(e.filemode), e.id.raw) for e in obj}
+
+    # -- writing objects -------------------------------------------------
+
+    def put(self, kind: int, data: bytes) -> bytes:
+        """Write one object unless the store has it; its raw id.
+
+        The check comes first because libgit2 "freshens" an object it already
+        has (touches its file's mtime), and a pack or loose object hard-linked
+        by seeding is the source repository's own file (#12.4).
+        """
+        import pygit2
+
+        oid = packwriter.object_id(kind, data)
         repo = self.repo
-        builder = repo.TreeBuilder(pygit2.Oid(raw=tree)) if tree else repo.TreeBuilder()
-        for name, below in changes.items():
-            named = "" in below  # the path ``name`` itself changes
-            here = below.pop("", None)
-            if here is not None:
-                builder.insert(name, pygit2.Oid(raw=here[1]), here[0])
-                continue  # a file now: nothing can live below it
-            existing = builder.get(name)
-            old_tree = existing.id.raw if existing is not None and existing.type_str == "tree" \
-                else None
-            if named and existing is not None and old_tree is None:
-                builder.remove(name)  # the file went
-            if not below:
+        if pygit2.Oid(raw=oid) in repo.odb:
+            return oid
+        if kind == packwriter.BLOB:
+            repo.create_blob(data)
+        else:
+            repo.odb.write(kind, data)
+        return oid
+
+    def put_file(self, path: str) -> bytes:
+        """Write a regular file's blob (see ``put``); its raw id."""
+
+        # Non-blocking and never through a link: a FIFO put there must not hang us.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+        with open(fd, "rb", buffering=0) as f:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise OSError(f"{path} is not a regular file")
+            if st.st_size <= BULK_MAX_FILE_BYTES:
+                return self.put(packwriter.BLOB, f.read())
+        return self.put_streamed(path)
+
+    def put_streamed(self, path: str) -> bytes:
+        """A file too big to hold in memory, streamed by libgit2 (see ``put``)."""
+        import pygit2
+
+        oid = pygit2.hashfile(path)
+        if oid not in self.repo.odb:
+            oid = self.repo.create_blob_fromdisk(path)
+        return oid.raw
+
+    def hold(self, tree: str, paths: Collection[str]) -> str:
+        """``tree`` plus the current bytes of each of ``paths`` on disk that it lacks.
+
+        The one place SPEC §5's rule is kept: before a restore writes or removes
+        a path, the safety tree holds what is there now, whatever ignore rules
+        or the size limit made the capture leave out (#12.1). A file that
+        cannot be read is refused, never overwritten.
+        """
+        import pygit2
+
+        found: dict[str, tuple[int, bytes] | None] = {}
+        for rel in paths:
+            if self.entry(tree, rel) is not None:
                 continue
-            new_tree = self._edit(old_tree, _by_first_name(below))
-            if new_tree is not None:
-                builder.insert(name, pygit2.Oid(raw=new_tree), pygit2.enums.FileMode.TREE)
-            elif builder.get(name) is not None:
-                builder.remove(name)  # git keeps no empty directories
-        return None if len(builder) == 0 else builder.write().raw
+            path = self._reachable(rel)
+            if path is None:
+                continue  # only reachable through a symlink: restores never go there
+            try:
+                st = os.lstat(path)
+                if st is None or not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+                    continue  # nothing there (a directory is left alone by restores)
+                if stat.S_ISLNK(st.st_mode):
+                    found[rel] = (MODE_LINK, self.put(packwriter.BLOB,
+                                                      os.fsencode(os.readlink(path))))
+                else:
+                    found[rel] = (git_mode(st.st_mode) or MODE_FILE, self.put_file(path))
+            except FileNotFoundError:
+                continue
+            except (OSError, pygit2.GitError) as exc:
+                raise StoreError(f"cannot keep a copy of {rel} ({_why(exc)}), "
+                                 "so it is not touched") from exc
+        return self.edit_tree(tree, found) if found else tree
+
+    def _reachable(self, rel: str) -> str | None:
+        """``rel``'s absolute path when every parent is a real directory, else None."""
+        current = str(self.worktree.root)
+        for part in rel.split("/")[:-1]:
+            current = os.path.join(current, part)
+            try:
+                if not stat.S_ISDIR(os.lstat(current).st_mode):
+                    return None
+            except OSError:
+                return None
+        return os.path.join(current, rel.rpartition("/")[2])
 
     def blob(self, raw: bytes) -> bytes:
         import pygit2
@@ -480,17 +674,6 @@ class Store:
         return obj
 
 
-def _by_first_name(
-    changes: Mapping[str, tuple[int, bytes] | None],
-) -> dict[str, dict[str, tuple[int, bytes] | None]]:
-    """``{"a/b/c": x}`` → ``{"a": {"b/c": x}}``; a change to "a" itself sits under ""."""
-    grouped: dict[str, dict[str, tuple[int, bytes] | None]] = {}
-    for path, change in changes.items():
-        first, _, rest = path.partition("/")
-        grouped.setdefault(first, {})[rest] = change
-    return grouped
-
-
 def _signature(paths: tuple[str, ...]) -> tuple[tuple[int, ...] | None, ...]:
     """Stat data of each path (None when absent): any edit, create or delete shows."""
     found: list[tuple[int, ...] | None] = []
@@ -504,6 +687,23 @@ def _signature(paths: tuple[str, ...]) -> tuple[tuple[int, ...] | None, ...]:
     return tuple(found)
 
 
+def _why(exc: BaseException) -> str:
+    return str(getattr(exc, "strerror", None) or exc)
+
+
+def _journalled(root: Path) -> bool:
+    """Whether state.json names a restore under way (read raw: no pydantic on every open).
+
+    ``"restoring": {`` can only be that key: quotes inside paths are escaped.
+    """
+    import re
+
+    try:
+        return re.search(rb'"restoring"\s*:\s*\{', (root / "state.json").read_bytes()) is not None
+    except OSError:
+        return False
+
+
 def _readable(path: str) -> bool | None:
     """True if readable, False if not, None if it no longer exists."""
     try:
@@ -513,3 +713,38 @@ def _readable(path: str) -> bool | None:
         return None
     except OSError:
         return False
+
+
+def read_stable(path: str) -> bytes | None:
+    """A regular file's bytes, read again while it changes under the read.
+
+    Opened non-blocking and without following links, and checked with fstat:
+    a FIFO or device put there since the walk is never read (None). A file
+    still changing after READ_RETRIES reads is returned as last read: its new
+    stat data makes the next capture read it again.
+    """
+    data = b""
+    for _ in range(READ_RETRIES):
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with open(fd, "rb") as f:
+            before = os.fstat(fd)
+            if not stat.S_ISREG(before.st_mode):
+                return None
+            data = f.read()
+            after = os.fstat(fd)
+        if len(data) == after.st_size and _unchanged(before, after):
+            return data
+    return data
+
+
+def _unchanged(before: os.stat_result, after: os.stat_result) -> bool:
+    return (before.st_size, before.st_mtime_ns, before.st_ctime_ns) == (
+        after.st_size, after.st_mtime_ns, after.st_ctime_ns)
+
+
+def _stat_key(path: str) -> tuple[int, int, int, int] | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)

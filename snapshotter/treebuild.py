@@ -9,6 +9,7 @@ re-hashes only the trees on their way to the root.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping, Sequence
 
 from snapshotter.packwriter import object_id
@@ -44,7 +45,7 @@ def update(entries: Entries, trees: Mapping[str, bytes], paths: Iterable[str],
     for path, record in entries.items():
         parent, _, name = path.rpartition("/")
         if parent in files:
-            files[parent].append((name.encode(), record[0], record[-1]))  # type: ignore[arg-type]
+            files[parent].append((os.fsencode(name), record[0], record[-1]))  # type: ignore[arg-type]
     subdirs: dict[str, set[str]] = {}
     for directory in (*trees, *affected):
         if directory:
@@ -56,20 +57,25 @@ def update(entries: Entries, trees: Mapping[str, bytes], paths: Iterable[str],
         for sub in subdirs.get(directory, ()):
             oid = ids.get(sub)
             if oid is not None:
-                items.append((sub.rpartition("/")[2].encode(), MODE_TREE, oid))
+                items.append((os.fsencode(sub.rpartition("/")[2]), MODE_TREE, oid))
         if not items and directory:
             ids.pop(directory, None)  # git has no empty directories
             continue
-        data = b"".join(
-            b"%o %s\0" % (mode, name) + oid for name, mode, oid in sorted(items, key=_git_order)
-        )
+        data = tree_bytes({name: (mode, oid) for name, mode, oid in items})
         oid = object_id(TREE, data)
         written.append((oid, data))
         ids[directory] = oid
     return ids[""], written, ids
 
 
-def _git_order(item: tuple[bytes, int, bytes]) -> bytes:
+def tree_bytes(items: Mapping[bytes, tuple[int, bytes]]) -> bytes:
+    """A tree object's body for name → (mode, raw id), in git's entry order."""
+    return b"".join(
+        b"%o %s\0" % (items[name][0], name) + items[name][1]
+        for name in sorted(items, key=lambda n: _git_order(n, items[n][0]))
+    )
+
+
+def _git_order(name: bytes, mode: int) -> bytes:
     """git sorts a tree's entries by name, with ``/`` after directory names."""
-    name, mode, _oid = item
     return name + b"/" if mode == MODE_TREE else name

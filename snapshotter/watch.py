@@ -8,6 +8,16 @@ cannot be pinned to one directory — a lost-event overflow, a moved
 directory, a ``.gitignore`` edit, a failed watch — means "walk everything",
 so a missed case costs a walk, never a wrong snapshot.
 
+A file can also change through a name outside the worktree (a hard link):
+that raises no event in any watched directory, and neither does the
+``link(2)`` that made the other name — it only touches the file's own inode
+(issue 13.17). So every captured file gets a watch of its own for attribute
+changes: a new link count shows as IN_ATTRIB there and its directory is
+walked again, which records the file as linked, and linked files are
+re-checked by stat on every capture (``Store._relinked``) — never trusted to
+events. A file's watch is added after the walk saw it, so its stat data is
+taken again once the watch is in place: a link made in between shows too.
+
 Limits, on purpose: only local filesystems (network and FUSE mounts do not
 report other machines' writes), and not for writes made through ``mmap``
 (inotify never reports those; git's fsmonitor shares the blind spot).
@@ -21,6 +31,8 @@ import errno
 import os
 import struct
 import sys
+import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +56,7 @@ _IN_Q_OVERFLOW = 0x4000
 _IN_IGNORED = 0x8000
 _IN_ISDIR = 0x40000000
 _IN_ONLYDIR = 0x1000000
+_FILE_MASK = 0x4 | 0x2000000  # IN_ATTRIB | IN_DONT_FOLLOW: link counts, on the inode itself
 _IN_DONT_FOLLOW = 0x2000000
 _IN_NONBLOCK = os.O_NONBLOCK
 _IN_CLOEXEC = 0o2000000
@@ -60,10 +73,12 @@ LOCAL_FILESYSTEMS = frozenset({
 })
 MAX_WATCHERS = 8  # one inotify instance each; the kernel allows 128 per user
 MAX_REMEMBERED = 4  # walks kept per worktree (one per scope and settings)
+RACY_WINDOW_NS = 50_000_000  # as store.RACY_WINDOW_NS (which imports this module)
 
 _enabled = False
 _watchers: OrderedDict[str, Watcher] = OrderedDict()
 _unsupported: set[str] = set()
+_registry = threading.Lock()  # the hook server serves worktrees from several threads
 
 
 def enable(on: bool = True) -> None:
@@ -83,7 +98,11 @@ def for_worktree(root: Path) -> Watcher | None:
     """This process's watcher for ``root``; None when disabled or unsupported here."""
     if not _enabled:
         return None
-    key = str(root)
+    with _registry:
+        return _for_worktree(str(root), root)
+
+
+def _for_worktree(key: str, root: Path) -> Watcher | None:
     watcher = _watchers.get(key)
     if watcher is not None and not watcher.broken:
         _watchers.move_to_end(key)
@@ -109,6 +128,11 @@ def for_worktree(root: Path) -> Watcher | None:
 
 
 def close_all() -> None:
+    with _registry:
+        _close_all()
+
+
+def _close_all() -> None:
     while _watchers:
         _watchers.popitem()[1].close()
     _unsupported.clear()
@@ -127,6 +151,7 @@ class Remembered:
     tree: str
     scan: ScanResult  # the walk itself, for scan.rescan
     dirty: set[str] = field(default_factory=set)
+    files_watched: bool = False  # every file of ``scan`` has its own watch
 
 
 class Watcher:
@@ -139,6 +164,8 @@ class Watcher:
         self.broken = False
         self.out_of_watches = False  # the worktree has more directories than the limit
         self._paths: dict[int, str] = {}  # watch descriptor -> directory
+        self._files: dict[int, set[str]] = {}  # file watch descriptor -> its paths (relative)
+        self._file_inodes: dict[str, int] = {}  # relative path -> inode its watch is on
         self._memory: dict[tuple[Any, ...], Remembered] = {}
 
     @classmethod
@@ -196,6 +223,9 @@ class Watcher:
             wd, mask, _cookie, size = _EVENT.unpack_from(data, offset)
             name = data[offset + _EVENT.size : offset + _EVENT.size + size].rstrip(b"\0")
             offset += _EVENT.size + size
+            if wd in self._files:
+                self._file_event(wd, mask)
+                continue
             if mask & _IN_IGNORED:  # the watch went with its directory (or was dropped)
                 where = self._paths.pop(wd, None)
                 for memory in self._memory.values():
@@ -216,6 +246,74 @@ class Watcher:
             for memory in self._memory.values():
                 memory.dirty.add(where)
 
+    def _file_event(self, wd: int, mask: int) -> None:
+        """A file's own watch fired: its link count or attributes changed (or it went)."""
+        rels = self._files[wd]
+        if mask & _IN_IGNORED:
+            del self._files[wd]
+            for rel in rels:
+                self._file_inodes.pop(rel, None)  # watched again when next seen
+        for rel in rels:
+            where = self._absolute_dir(rel)
+            for memory in self._memory.values():
+                memory.dirty.add(where)
+
+    def _absolute_dir(self, rel: str) -> str:
+        parent = rel.rpartition("/")[0]
+        return os.path.join(self.root, parent) if parent else self.root
+
+    def watch_files(self, answer: Remembered) -> None:
+        """Give every file of ``answer``'s walk a watch of its own (see the module doc).
+
+        Files whose stat data moved since the walk (before their watch was in
+        place) mark their directory dirty in ``answer``.
+        """
+        from snapshotter.scan import MODE_LINK
+
+        inodes = self._file_inodes
+        for rel, st in answer.scan.entries.items():
+            if st[0] == MODE_LINK or inodes.get(rel) == st[4] or self.broken:
+                continue  # a symlink has no content to write through another name
+            path = os.path.join(self.root, rel)
+            wd = self._add_watch(self._fd, os.fsencode(path), _FILE_MASK)
+            if wd < 0:
+                self._watch_failed(path)
+                continue
+            self._files.setdefault(wd, set()).add(rel)
+            inodes[rel] = st[4]
+            try:
+                now = os.lstat(path)
+                moved = (now.st_size, now.st_mtime_ns, now.st_ctime_ns, now.st_ino) != st[1:]
+            except OSError:
+                moved = True
+            if moved:
+                answer.dirty.add(self._absolute_dir(rel))
+        self._recheck_racy_links(answer)
+        answer.files_watched = not self.broken
+
+    def _recheck_racy_links(self, answer: Remembered) -> None:
+        """Linked files modified just before the walk are looked at again next time.
+
+        Their stat data is all ``Store._relinked`` has, and a write through the
+        other name within the clock's granularity leaves it unchanged (the
+        "racy git" problem): one more walk of their directory, once they are
+        older than the window, settles them.
+        """
+        now = time.time_ns()
+        for rel in answer.scan.linked:
+            st = answer.scan.entries.get(rel)
+            if st is not None and now - st[2] < RACY_WINDOW_NS:
+                answer.dirty.add(self._absolute_dir(rel))
+
+    def _watch_failed(self, path: str) -> None:
+        import ctypes
+
+        err = ctypes.get_errno()
+        if err == errno.ENOENT:
+            return  # it went since the walk: its directory's event says so
+        self.out_of_watches = err == errno.ENOSPC
+        self.close()
+
     def relative(self, path: str) -> str:
         return "" if path == self.root else path[len(self.root) + 1 :]
 
@@ -223,6 +321,8 @@ class Watcher:
         return self._memory.get(key)
 
     def remember(self, key: tuple[Any, ...], answer: Remembered) -> None:
+        if not answer.files_watched:
+            self.watch_files(answer)
         if self.broken:
             return
         self._memory.pop(key, None)
@@ -238,6 +338,8 @@ class Watcher:
         self.broken = True
         self._memory.clear()
         self._paths.clear()
+        self._files.clear()
+        self._file_inodes.clear()
         fd, self._fd = self._fd, -1
         if fd >= 0:
             with contextlib.suppress(OSError):

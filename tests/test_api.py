@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from conftest import write
@@ -43,3 +44,21 @@ def test_readme_python_example_end_to_end(repo: Path, data_dir: Path) -> None:
     controller.undo_last(repo)  # README.md is not the checkpoint's: no conflict
     assert (repo / "src/app.py").read_text() == "print('hi')\n", "undo still works after gc"
     assert (repo / "README.md").read_text() == "changed\n", "and leaves other files alone"
+
+
+def test_readme_python_example_passes_mypy_strict_in_a_users_project(tmp_path: Path) -> None:
+    """A user's project type-checks the README example against the installed package."""
+    import subprocess
+    import sys
+
+    from test_cli_e2e import README, fenced
+
+    example = tmp_path / "user_code.py"
+    example.write_text(fenced(README.read_text(), "python", "import snapshotter"))
+    package_parent = Path(snapshotter.__file__).resolve().parent.parent
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(example)],
+        capture_output=True, text=True, check=False, cwd=tmp_path, timeout=600,
+        env={**os.environ, "MYPYPATH": str(package_parent)},
+    )
+    assert done.returncode == 0, f"mypy --strict on README's example:\n{done.stdout}"

@@ -423,7 +423,7 @@ def test_nothing_to_undo_or_redo_exits_3(sn: Sn, repo: Path, data_dir: Path) -> 
         r = sn(*args, "-C", repo)
         assert r.code == 3, f"{args} with no store must exit 3, got {r.code}: {r.err}"
         r.one_line_error()
-        assert r.out == "", f"{args}: nothing on stdout when nothing was done: {r.out!r}"
+        assert_error_stdout(r, args)
     Agent(sn, repo).turn({"a.txt": "a\n"})
     assert sn("redo", "-C", repo).code == 3, "nothing undone: redo exits 3"
     assert sn("undo", "-C", repo).code == 0, "one turn to undo"
@@ -564,7 +564,7 @@ def test_gc_keeps_live_checkpoints_undoable(sn: Sn, repo: Path) -> None:
 def test_gc_all_covers_every_store(sn: Sn, repo: Path, tmp_path: Path) -> None:
     other = make_repo(tmp_path / "other", {"o.txt": "o\n"})
     Agent(sn, repo).turn({"a.txt": "a\n"}, tool=None)
-    Agent(sn, other).turn({"b.txt": "b\n"}, tool=None)
+    Agent(sn, other, session="sess-other").turn({"b.txt": "b\n"}, tool=None)
     r = sn("gc", "--all")
     assert r.code == 0, f"gc --all failed: {r.err}"
     for root in (repo, other):
@@ -626,7 +626,18 @@ def test_outside_a_worktree_is_one_line_error_1(sn: Sn, tmp_path: Path, args: li
     r = sn(*args, "-C", plain)
     assert r.code == 1, f"{args} outside a worktree must exit 1, got {r.code}: {r.out}"
     r.one_line_error("not inside a git worktree")
-    assert r.out == "", f"nothing on stdout for an error: {r.out!r}"
+    assert_error_stdout(r, args)
+
+
+def assert_error_stdout(r: Run, args: list[str]) -> None:
+    """Nothing on stdout for an error, but with --json the error as one JSON object."""
+    if "--json" not in args:
+        assert r.out == "", f"{args}: nothing on stdout for an error: {r.out!r}"
+        return
+    data = json.loads(r.out)
+    assert data == {"error": r.err.strip().removeprefix("snapshotter: "), "exit_code": r.code}, (
+        f"{args}: --json errors are one JSON object naming the error: {r.out!r}"
+    )
 
 
 def test_outside_a_worktree_via_the_current_directory(sn: Sn, tmp_path: Path,

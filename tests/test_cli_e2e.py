@@ -299,10 +299,14 @@ def replay_through(config: dict[str, Any], session: dict[str, Any], root: Path) 
     return ran
 
 
-SNAPSHOT_EVENTS = ["session_start", "turn_start", "pre_tool_use", "post_tool_use",
-                   "turn_end", "session_end"]
-CLAUDE_EVENTS = ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop",
-                 "SessionEnd"]
+SNAPSHOT_EVENTS = ["session_start", "user_prompt_submit", "turn_start", "pre_tool_use",
+                   "post_tool_use", "turn_end", "session_end"]
+CLAUDE_EVENTS = ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse",
+                 "PostToolUseFailure", "Stop", "SessionEnd"]
+
+
+def every_hook(config: dict[str, Any]) -> list[dict[str, Any]]:
+    return [h for entries in config.values() for e in entries for h in e.get("hooks", [e])]
 
 # The shapes the README promises (used to check the reader; the README is the source).
 EXPECTED_YAML = """\
@@ -345,6 +349,9 @@ def test_readme_docker_agent_yaml_wires_every_snapshot_event(tmp_path: Path) -> 
         )
         if tool:
             assert all(e.get("matcher") == "*" for e in hooks[event]), f"{event} matches all"
+    assert all(isinstance(h.get("timeout"), int) for h in every_hook(hooks)), (
+        "README: every docker-agent hook sets an explicit timeout"
+    )
     from snapshotter.hooks.registry import HooksConfig
 
     parsed = HooksConfig.parse(hooks)  # the README config is valid for our own executor
@@ -368,14 +375,19 @@ def test_readme_claude_code_settings_wire_every_snapshot_event(tmp_path: Path) -
         assert commands_for(hooks, event, "Edit") == ["snapshotter hook"], (
             f"README: {event} runs `snapshotter hook` once"
         )
-    for event in ("PreToolUse", "PostToolUse"):
+    for event in ("PreToolUse", "PostToolUse", "PostToolUseFailure"):
         assert all(e.get("matcher") == "*" for e in hooks[event]), f"{event} matches all tools"
-
-    session = load_session("claude_code_session")
-    root = build_repo(tmp_path / "agent-repo", load_recipe(session["repo"]))
-    ran = replay_through(hooks, session, root)
-    wired = [s["event"]["hook_event_name"] for s in session["steps"] if "event" in s]
-    assert ran == sum(e in CLAUDE_EVENTS for e in wired) == len(wired) - 1, (
-        f"every recorded event but Notification runs `snapshotter hook`: ran {ran}"
+    assert all(isinstance(h.get("timeout"), int) for h in every_hook(hooks)), (
+        "README: every Claude Code hook sets an explicit timeout"
     )
-    assert shape(listed(root)) == session["expect"], "checkpoints as the recording expects"
+
+    for name in ("claude_code_session", "claude_code_cd_interrupt"):
+        session = load_session(name)
+        root = build_repo(tmp_path / name, load_recipe(session["repo"]))
+        ran = replay_through(hooks, session, root)
+        wired = [s["event"]["hook_event_name"] for s in session["steps"] if "event" in s]
+        assert ran == sum(e in CLAUDE_EVENTS for e in wired), (
+            f"{name}: every recorded snapshot event runs `snapshotter hook`: ran {ran}"
+        )
+        assert "PostToolUseFailure" in wired or name == "claude_code_session"
+        assert shape(listed(root)) == session["expect"], f"{name}: checkpoints as recorded"

@@ -44,11 +44,10 @@ def load_state(data_dir: Path) -> dict[str, Any]:
 def test_parallel_hook_processes_lose_nothing(repo: Path, data_dir: Path) -> None:
     """8 processes at once, 3 rounds, 2 sessions: every tool's change is its own checkpoint.
 
-    Each worker's tool runs with ``cwd`` in its own subdirectory: one worktree,
-    one store, one lock and one state file, but spans that cannot see each
-    other's files, so attribution is exact and any lost update shows.
-    (At the worktree root, overlapping spans of two sessions are ambiguous by
-    nature: whichever post records first claims the change.)
+    Each worker's tool names the file it writes in its ``tool_input``: one
+    worktree, one store, one lock and one state file, spans that all see each
+    other's files, and yet attribution is exact (SPEC §4), so any lost update
+    shows. (A file no tool named would go to whichever span recorded it first.)
     """
     engine = Engine.open(repo, data_dir_path=data_dir)
     assert engine is not None
@@ -62,8 +61,9 @@ def test_parallel_hook_processes_lose_nothing(repo: Path, data_dir: Path) -> Non
             failures.append(f"{what}: exit {proc.returncode}, stderr {proc.stderr[-500:]!r}")
 
     def worker(rnd: int, i: int) -> None:
-        base = {"session_id": SESSIONS[i % 2], "cwd": str(repo / "work" / f"w{i}"),
-                "tool_name": f"edit_w{i}", "tool_use_id": f"r{rnd}-w{i}"}
+        base = {"session_id": SESSIONS[i % 2], "cwd": str(repo),
+                "tool_name": f"edit_w{i}", "tool_use_id": f"r{rnd}-w{i}",
+                "tool_input": {"path": f"work/w{i}/out.txt"}}
         barrier.wait()  # all pre_tool_use processes start together
         check(f"pre r{rnd} w{i}", hook(data_dir, {**base, "hook_event_name": "pre_tool_use"}))
         write(repo, f"work/w{i}/out.txt", f"round {rnd} worker {i}\n")
@@ -85,7 +85,7 @@ def test_parallel_hook_processes_lose_nothing(repo: Path, data_dir: Path) -> Non
 
     seen: dict[tuple[int, int], int] = {}
     for cp in cps:
-        i = int(cp["label"].removeprefix("edit_w"))
+        i = int(cp["tool_name"].removeprefix("edit_w"))
         assert cp["kind"] == "tool" and cp["parent"] is None, f"unexpected checkpoint {cp}"
         assert cp["session_id"] == SESSIONS[i % 2], f"worker {i}'s change in the wrong session"
         assert cp["files"] == [{"path": f"work/w{i}/out.txt",
@@ -100,7 +100,7 @@ def test_parallel_hook_processes_lose_nothing(repo: Path, data_dir: Path) -> Non
     missing = {(r, i) for r in range(ROUNDS) for i in range(WORKERS)} - set(seen)
     assert not missing, f"tools whose change was never recorded (round, worker): {missing}"
 
-    # The shared manifest survived the scoped captures: a full capture sees each file as is.
+    # The shared manifest survived the parallel captures: a full capture sees each file as is.
     final = engine.capture().tree
     for i in range(WORKERS):
         for name, content in (("keep.txt", "tracked by nobody, present from the start\n"),

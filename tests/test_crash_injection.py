@@ -10,10 +10,16 @@ restored worktree file, state.json, the stat cache, a pack, a pack index).
 After every kill a fresh open must succeed, state.json must
 parse, every tree a checkpoint, pending span or redo entry names must exist
 with all its blobs, no worktree file may be torn, and temp leftovers must be
-gone after the next open (store dir), the next capture (a killed restore's
-temp file in the worktree) and the next gc (objects).
+gone after the next open (store dir and a killed restore's journalled temp
+files in the worktree) and the next gc (objects).
 
-Runs: ``SNAPSHOTTER_CRASH_RUNS`` (default 20; the issue's full count is 200).
+#13.1: a killed undo is finished (or was never begun) by the next command:
+its checkpoint is undone with every file as ``before`` has it and a redo entry
+that brings back the agent's versions, or it is live with every file as the
+agent left it. No byte the worktree held when the undo began is lost.
+
+Runs: ``SNAPSHOTTER_CRASH_RUNS`` (default 20; the issue's full count is 200 kills),
+over the operations ``SNAPSHOTTER_CRASH_OPS`` names (default all four).
 """
 
 from __future__ import annotations
@@ -44,11 +50,14 @@ from snapshotter.hooks import command
 RUNS = int(os.environ.get("SNAPSHOTTER_CRASH_RUNS", "20"))
 # (operation, file whose rename it dies just before, files the agent changes first)
 PINNED = [
-    ("undo", "worktree-file", 12), ("undo", "state.json", 12), ("turn_end", "state.json", 12),
+    ("undo", "worktree-file", 12), ("undo", "worktree-file-after", 12),
+    ("undo", "state.json", 12), ("turn_end", "state.json", 12),
     ("capture", "manifest", 12), ("capture", "pack", 70), ("capture", "pack-index", 70),
-    ("gc", "pack", 12), ("gc", "pack-index", 12), ("gc", "state.json", 12),
+    # (gc saves state.json only when retention drops something: no pin there.)
+    ("gc", "pack", 12), ("gc", "pack-index", 12),
 ]
-OPS = ("capture", "turn_end", "undo", "gc")
+# SNAPSHOTTER_CRASH_OPS=undo: every random-instant run kills an undo.
+OPS = tuple(os.environ.get("SNAPSHOTTER_CRASH_OPS", "capture,turn_end,undo,gc").split(","))
 SESSION = "crash"
 BASE_FILES = 120
 
@@ -87,12 +96,17 @@ PINS = {
 }
 
 def pin(name):
-    real, hit = os.replace, PINS[name]
+    # "-after": killed just after the rename instead (the first file is restored).
+    real, after = os.replace, name.endswith("-after")
+    hit = PINS[name.removesuffix("-after")]
 
     def replace(src, dst, *args, **kwargs):
-        if hit(os.fspath(dst)):
+        if hit(os.fspath(dst)) and not after:
             os.kill(os.getpid(), 9)
-        return real(src, dst, *args, **kwargs)
+        done = real(src, dst, *args, **kwargs)
+        if hit(os.fspath(dst)) and after:
+            os.kill(os.getpid(), 9)
+        return done
 
     os.replace = replace
 
@@ -278,6 +292,76 @@ class Zygote:
         self.proc.wait()
 
 
+def worktree(root: Path) -> dict[str, bytes]:
+    found = {}
+    for dirpath, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        for name in files:
+            path = Path(dirpath) / name
+            found[path.relative_to(root).as_posix()] = path.read_bytes()
+    return found
+
+
+def undo_target(data_dir: Path, root: Path) -> int | None:
+    """The checkpoint an undo of SESSION reverts now."""
+    engine = Engine.open(root, data_dir_path=data_dir)
+    assert engine is not None
+    for cp in reversed(state_mod.load(engine.store).checkpoints):
+        if cp.session_id == SESSION and cp.parent is None and not cp.undone:
+            return cp.id
+    return None
+
+
+def blob_at(engine: Engine, tree: str, rel: str) -> bytes | None:
+    found = engine.entry(tree, rel)
+    return engine.store.blob(found[1]) if found is not None else None
+
+
+def check_undo(root: Path, data_dir: Path, pre: dict[str, bytes], target: int | None,
+               lost: list[int]) -> list[str]:
+    """After a (killed) undo and the next open: finished or not begun, nothing lost."""
+    engine = Engine.open(root, data_dir_path=data_dir)
+    assert engine is not None
+    state = state_mod.load(engine.store)
+    now = worktree(root)
+    live = set()
+    stack, seen = list(state.live_trees()), set()
+    while stack:
+        oid = stack.pop()
+        if oid not in seen:
+            seen.add(oid)
+            obj = engine.store.repo[oid]
+            if isinstance(obj, pygit2.Tree):
+                stack.extend(str(e.id) for e in obj)
+            else:
+                live.add(obj.id.raw)
+    gone = [rel for rel, data in pre.items()
+            if data not in now.values() and pygit2.hash(data).raw not in live]
+    lost.append(sum(len(pre[rel]) for rel in gone))
+    problems = [f"bytes the worktree held when the undo began are gone: {gone[:3]}"] if gone \
+        else []
+    cp = state.by_id(target) if target is not None else None
+    if getattr(state, "restoring", None) is not None:
+        problems.append("the next open left the restore's journal open")
+    if cp is None:
+        return problems
+    paths = [f.path for f in cp.files]
+    if cp.undone:
+        wrong = [p for p in paths if now.get(p) != blob_at(engine, cp.before, p)]
+        redo = state.session(SESSION).redo
+        entry = redo[-1] if redo else None
+        if entry is None or target not in entry.checkpoints:
+            problems.append(f"checkpoint {target} is undone but no redo entry brings it back")
+        elif any(blob_at(engine, entry.tree, p) != pre.get(p) for p in paths):
+            problems.append("the redo entry does not hold the agent's versions")
+    else:
+        wrong = [p for p in paths if now.get(p) != pre.get(p)]
+    if wrong:
+        problems.append(f"checkpoint {target} {'undone' if cp.undone else 'live'} but files "
+                        f"are half restored: {wrong[:3]}")
+    return problems
+
+
 def check_after_kill(root: Path, data_dir: Path, store: Path, final: bool) -> list[str]:
     """What the next process must find: an openable store, whole records and files."""
     try:
@@ -304,7 +388,7 @@ def check_after_kill(root: Path, data_dir: Path, store: Path, final: bool) -> li
     try:
         fresh.capture()
         stray = leftovers(store, root)["worktree"]
-        if stray:  # a restore killed before its rename: the next capture clears it
+        if stray:  # a restore killed before its rename: the next open clears it (journal)
             problems.append(f"restore temp files stay in the worktree: {stray[:3]}")
         # The next gc cleans the objects' temp files: run it whenever there are
         # some (and at the end); it is the slow part of a run.
@@ -335,6 +419,7 @@ def test_11_killed_at_any_instant_leaves_a_consistent_store(
     store = engine.store.root
     zygote = Zygote(root, data_dir, tmp_path / "zygote.err")
     killed, completed, seen, spent = Counter[str](), Counter[str](), Counter[str](), Counter[str]()
+    lost: list[int] = []  # bytes lost per checked undo
     problems: list[str] = []
     try:
         duration = {}  # calibration: how long each operation takes here, unkilled
@@ -348,6 +433,7 @@ def test_11_killed_at_any_instant_leaves_a_consistent_store(
         pinned = 0
         for op, pin, count in PINNED:
             prepare(op, work, data_dir, root, count)
+            pre, target = worktree(root), undo_target(data_dir, root)
             done = zygote.run(op, None, pin)
             assert done["killed"], f"{op} never reached its {pin} rename: {done}"
             pinned += 1
@@ -357,6 +443,9 @@ def test_11_killed_at_any_instant_leaves_a_consistent_store(
                 assert leftovers(store, root)["worktree"], "the killed restore left its temp file"
             problems += [f"pinned {op}/{pin}: {p}" for p in
                          check_after_kill(root, data_dir, store, final=False)]
+            if op == "undo":
+                problems += [f"pinned {op}/{pin}: {p}" for p in
+                             check_undo(root, data_dir, pre, target, lost)]
         assert not problems, "\n".join(problems)
 
         started = time.monotonic()
@@ -364,6 +453,7 @@ def test_11_killed_at_any_instant_leaves_a_consistent_store(
             op = OPS[run % len(OPS)]
             t0 = time.monotonic()
             prepare(op, work, data_dir, root)
+            pre, target = worktree(root), undo_target(data_dir, root)
             t1 = time.monotonic()
             done = zygote.run(op, rng.uniform(0.0, duration[op]))
             t2 = time.monotonic()
@@ -379,6 +469,8 @@ def test_11_killed_at_any_instant_leaves_a_consistent_store(
             where = f"run {run} ({op}, {'killed' if done['killed'] else 'completed'})"
             problems += [f"{where}: {p}" for p in
                          check_after_kill(root, data_dir, store, final=run == RUNS - 1)]
+            if op == "undo":
+                problems += [f"{where}: {p}" for p in check_undo(root, data_dir, pre, target, lost)]
             spent["prepare"] += t1 - t0
             spent["operation + kill"] += t2 - t1
             spent["checks + next capture/gc"] += time.monotonic() - t2
@@ -391,7 +483,7 @@ def test_11_killed_at_any_instant_leaves_a_consistent_store(
     total_killed = sum(killed.values())
     print(f"\n[crash-injection] {pinned} pinned kills (just before each kind of rename), "
           f"then {RUNS} random-instant runs in {elapsed:.1f}s "
-          f"(SNAPSHOTTER_CRASH_RUNS=200 for the issue's full count)")
+          "(long form, 200+ kills: SNAPSHOTTER_CRASH_RUNS=300 SNAPSHOTTER_CRASH_OPS=undo)")
     for op in OPS:
         print(f"[crash-injection]   {op:<9} killed mid-way {killed[op]:>3}, "
               f"finished before the kill {completed[op]:>3} "
@@ -400,6 +492,7 @@ def test_11_killed_at_any_instant_leaves_a_consistent_store(
           f"objects {seen['objects']}, worktree {seen['worktree']}; "
           f"left after the next open, capture and gc: {'see failures' if problems else 0}")
     print("[crash-injection] time: " + ", ".join(f"{k} {v:.1f}s" for k, v in spent.items()))
+    print(f"[crash-injection] undos checked {len(lost)}, bytes lost {sum(lost)}")
     print(f"[crash-injection] corrupt stores: {len(problems)}, "
           f"dangling checkpoints: {sum('missing' in p or 'nothing' in p for p in problems)}")
     assert not problems, "\n".join(problems)

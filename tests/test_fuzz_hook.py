@@ -271,7 +271,10 @@ def test_14_fuzzed_hook_input_never_fails_or_writes_outside_the_data_dir(
             f"the hook wrote outside the data dir under {root}: new {new[:10]}, "
             f"removed {gone[:10]}, changed {changed[:10]}"
         )
-    assert sorted(os.listdir(data_dir)) in ([], ["snapshot"]), os.listdir(data_dir)
+    # Stores, and the record of where each session works (session_scope.py).
+    assert set(os.listdir(data_dir)) <= {"snapshot", "sessions"}, os.listdir(data_dir)
+    for record in (data_dir / "sessions").glob("*"):
+        assert record.stat().st_size < 64 * 1024, f"a session record holds huge input: {record}"
     states = list((data_dir / "snapshot").glob("*/state.json"))
     for path in states:
         recorded = json.loads(path.read_bytes())

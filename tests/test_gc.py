@@ -820,15 +820,13 @@ def test_session_end_runs_a_bounded_gc(
     root = small_repo(tmp_path / "repo")
     builtin = SnapshotBuiltin(data_dir_path=data_dir)
     calls: list[dict[str, object]] = []
-    real_collect = gc_mod.collect
 
-    def spy(engine: Engine, **kwargs: object) -> gc_mod.GcReport:
-        calls.append(kwargs)
-        report = real_collect(engine, **kwargs)  # type: ignore[arg-type]
-        calls[-1]["report"] = report
-        return report
+    def inline(store: Store, *, budget_s: float, policy: Policy) -> None:
+        """What the detached gc process runs, run here so its report can be read."""
+        calls.append({"budget_s": budget_s})
+        calls[-1]["report"] = gc_mod.collect_store(store, budget_s=budget_s, policy=policy)
 
-    monkeypatch.setattr(gc_mod, "collect", spy)
+    monkeypatch.setattr(gc_mod, "start_detached", inline)
     monkeypatch.setattr(store_mod, "LOOSE_PACK_AT", 10**9)  # leave the packing to session_end
     builtin.handle(hook(root, "s", "session_start"), [])
     steps = []
@@ -901,6 +899,11 @@ def test_session_end_never_fails_when_gc_fails(
         raise failure
 
     monkeypatch.setattr(gc_mod, "remove_orphans", broken)  # gc's first step on disk
+
+    def inline(store: Store, *, budget_s: float, policy: Policy) -> None:
+        gc_mod.run_detached(data_dir, str(store.worktree.root), budget_s, policy)
+
+    monkeypatch.setattr(gc_mod, "start_detached", inline)  # the detached process's body, here
     assert builtin(hook(root, "s", "session_end"), []) is None, "the event returns normally"
     engine = open_engine(root, data_dir)
     cps = load(engine.store).checkpoints

@@ -85,8 +85,10 @@ def bad_inputs(repo: Path, elsewhere: Path) -> dict[str, bytes]:
         "unknown event": js({**ok, "hook_event_name": "before_llm_call"}),
         "unknown claude event": js({**ok, "hook_event_name": "Notification"}),
         "no event name": js({k: v for k, v in ok.items() if k != "hook_event_name"}),
-        "cwd outside any git repo": js({**ok, "cwd": str(elsewhere)}),
-        "cwd does not exist": js({**ok, "cwd": str(elsewhere / "missing" / "dir")}),
+        # A new session: s1's scope is the repository, whatever its later events say.
+        "cwd outside any git repo": js({**ok, "session_id": "s2", "cwd": str(elsewhere)}),
+        "cwd does not exist": js({**ok, "session_id": "s3",
+                                  "cwd": str(elsewhere / "missing" / "dir")}),
         "5 MB field, wrong type": js({**ok, "session_id": 5, "last_user_message": "x" * BIG}),
         "5 MB field, unknown event": js({**ok, "hook_event_name": "on_user_input",
                                          "prompt": "y" * BIG}),

@@ -173,7 +173,8 @@ def test_auto_inject_adds_the_builtin_once_per_event(data_dir: Path) -> None:
     registry = Registry()
     controller = register_snapshot(registry, data_dir_path=data_dir)
     assert BUILTIN_NAME in registry.names(), "register_snapshot registers 'snapshot'"
-    assert set(AUTO_EVENTS) == {ev.SESSION_START, ev.TURN_START, ev.TURN_END, ev.SESSION_END}
+    assert set(AUTO_EVENTS) == {ev.SESSION_START, ev.USER_PROMPT_SUBMIT, ev.TURN_START,
+                                ev.TURN_END, ev.SESSION_END}
 
     user = {
         "session_start": [{"command": "echo first"},

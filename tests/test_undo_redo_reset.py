@@ -214,6 +214,8 @@ def test_redo_refuses_when_the_user_changed_an_undone_file(rig: Rig) -> None:
     assert (root / "src/app.py").read_bytes() == USER_BYTES, "refused redo changes nothing"
     rig.ctl.redo(root, "s1", force=True)
     assert (root / "src/app.py").read_text() == "print('agent')\n", "forced redo re-applies"
+    rig.ctl.redo(root, "s1")  # #12.1: the bytes a forced redo overwrote are not lost
+    assert (root / "src/app.py").read_bytes() == USER_BYTES, "one more redo puts them back"
 
 
 def test_reset_to_id_and_to_original_with_redo(rig: Rig) -> None:

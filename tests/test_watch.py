@@ -314,3 +314,19 @@ def test_out_of_watches_stops_trying_in_this_process(
     assert watch.for_worktree(engine.root) is None, "no new watcher to fill up again"
     write(engine.root, "a.txt", "still seen\n")
     assert blob_at(engine, engine.capture().tree, "a.txt") == b"still seen\n"
+
+
+def test_a_hard_link_made_after_the_walk_is_never_trusted_to_events(
+    engine: Engine, walks: Walks, tmp_path: Path
+) -> None:
+    """link(2) from outside raises no event in any watched directory (issue 13.17)."""
+    engine.capture()
+    outside = tmp_path / "outside-name"
+    os.link(engine.root / "src/b.py", outside)
+    with open(outside, "w") as f:  # written through the other name only
+        f.write("written from outside\n")
+    assert blob_at(engine, engine.capture().tree, "src/b.py") == b"written from outside\n"
+    with open(outside, "w") as f:  # and again, now that the file is known to be linked
+        f.write("and again\n")
+    assert blob_at(engine, engine.capture().tree, "src/b.py") == b"and again\n"
+    assert engine.capture().tree == plain_capture(engine)

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from snapshotter import history
+from snapshotter import history, session_scope
 from snapshotter.checkpoints import Recorder
 from snapshotter.config import (
     DEFAULT_MAX_FILES,
@@ -29,7 +29,8 @@ from snapshotter.retention import (
 )
 
 BUILTIN_NAME = "snapshot"
-AUTO_EVENTS = (ev.SESSION_START, ev.TURN_START, ev.TURN_END, ev.SESSION_END)
+AUTO_EVENTS = (ev.SESSION_START, ev.USER_PROMPT_SUBMIT, ev.TURN_START, ev.TURN_END,
+               ev.SESSION_END)
 SESSION_END_GC_BUDGET_S = 2.0
 
 
@@ -75,17 +76,35 @@ class SnapshotBuiltin:
         options = parse_args(args)
         limit = parse_size(options.get("max_new_file_size", self.max_new_file_size))
         max_files = _int_option(options, "max_files", DEFAULT_MAX_FILES)
+        # The session's first event fixes where it works (agents ``cd``; SPEC §3).
+        session = hook_input.session_id
+        kept = session_scope.kept_dir(self.data_dir, session)
+        directory = kept or session_scope.first_dir(hook_input.cwd, options.get("project_dir"))
         try:
-            engine = Engine.open(
-                hook_input.cwd, data_dir_path=self.data_dir, max_new_file_size=limit,
-                max_files=max_files,
-            )
+            engine = Engine.open(directory, data_dir_path=self.data_dir,
+                                 max_new_file_size=limit, max_files=max_files)
+            if kept is None:
+                winner = session_scope.claim(self.data_dir, session, directory)
+                if winner != directory:  # another process's first event came first
+                    engine = Engine.open(winner, data_dir_path=self.data_dir,
+                                         max_new_file_size=limit, max_files=max_files)
         except NotAWorktree:
             return None  # outside a git worktree every event is a no-op
-        assert engine is not None
-        self.last_session[engine.root] = hook_input.session_id
+        self.last_session[engine.root] = session
         recorder = Recorder(engine, hook_input.session_id)
         return _dispatch(recorder, hook_input, options)
+
+
+def worktree_paths(root: Path, paths: list[str]) -> list[str]:
+    """Absolute paths as ``/``-separated paths inside ``root``; others are dropped."""
+    found = []
+    for path in paths:
+        for candidate in (path, os.path.realpath(path)):
+            rel = os.path.relpath(candidate, root)
+            if rel != "." and not rel.startswith(".."):
+                found.append(Path(rel).as_posix())
+                break
+    return found
 
 
 def _int_option(options: dict[str, str], key: str, default: int) -> int:
@@ -112,21 +131,32 @@ def _dispatch(
 ) -> Checkpoint | None:
     event = hook_input.event
     if event == ev.SESSION_START:
-        recorder.session_start()
+        return recorder.session_start()
     elif event == ev.TURN_START:
-        recorder.turn_start()
+        return recorder.turn_start(hook_input.prompt)
+    elif event == ev.USER_PROMPT_SUBMIT:
+        recorder.remember_prompt(hook_input.prompt)
     elif event == ev.TURN_END:
         return recorder.turn_end(hook_input.reason)
     elif event == ev.PRE_TOOL_USE:
-        recorder.tool_start(hook_input.tool_use_id, hook_input.tool_name)
+        named = worktree_paths(recorder.engine.root, hook_input.named_paths())
+        recorder.tool_start(hook_input.tool_use_id, hook_input.tool_name, named,
+                            hook_input.command())
     elif event == ev.POST_TOOL_USE:
-        return recorder.tool_end(hook_input.tool_use_id, hook_input.tool_name)
+        named = worktree_paths(recorder.engine.root, hook_input.named_paths())
+        return recorder.tool_end(hook_input.tool_use_id, hook_input.tool_name, named,
+                                 hook_input.command())
     elif event == ev.SESSION_END:
         checkpoint = recorder.session_end()
-        from snapshotter.gc import collect
+        from snapshotter.gc import start_detached
 
-        collect(recorder.engine, budget_s=SESSION_END_GC_BUDGET_S,
-                policy=retention_policy(options))
+        # Never on the runtime's clock (issue 11.4, 13.13): the gc runs in a
+        # process of its own, holding the store lock only in short moments.
+        try:
+            start_detached(recorder.engine.store, budget_s=SESSION_END_GC_BUDGET_S,
+                           policy=retention_policy(options))
+        except OSError as exc:  # no process to spare: the next session_end tries again
+            log_failure(recorder.engine.store.root.parent.parent, f"session_end gc: {exc}")
         return checkpoint
     return None
 

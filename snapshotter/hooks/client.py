@@ -19,6 +19,11 @@ if TYPE_CHECKING:
 _ENV_KEYS = ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "SNAPSHOTTER_DATA_DIR",
              "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM", "PATH")
 CLIENT_TIMEOUT_S = 55.0  # inside docker-agent's default 60 s hook timeout
+# How long a server may take to take an event on; past it the hook handles
+# the event itself, so one stuck event never holds other hooks up (issue 13.12).
+READY_TIMEOUT_S = 2.0
+READY = b"ready\n"
+GO = b"go\n"
 
 
 def enabled() -> bool:
@@ -88,14 +93,30 @@ def _newest_mtime(package: str) -> int | None:
 
 def send(path: str | os.PathLike[str], data_dir: str | os.PathLike[str] | None,
          args: list[str], body: bytes) -> str | None:
-    """Hand one event to the server; its error text, or None. Raises OSError if none runs."""
+    """Hand one event to the server; its error text, or None.
+
+    Raises OSError when this process must handle the event itself: no server
+    (ConnectionRefusedError, FileNotFoundError), a server too busy to say
+    "ready" within READY_TIMEOUT_S (it never handles an event it was not told
+    "go" for, so giving up then is safe), or a server that died after "go"
+    (it may have handled part of it; events are idempotent enough that a
+    second try is better than a lost turn). A server that said "ready" and is
+    slow to finish keeps the event: no fallback, which could record it twice.
+    """
     conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
-        conn.settimeout(CLIENT_TIMEOUT_S)
+        conn.settimeout(READY_TIMEOUT_S)
         conn.connect(os.fspath(path))
         header = "\0".join([data_dir_arg(data_dir), *args]).encode("utf-8", "surrogateescape")
         conn.sendall(frame(header) + frame(body))
-        reply = _read_line(conn)
+        if read_line(conn) != READY:
+            raise ConnectionError("the hook server is busy")
+        conn.sendall(GO)  # from here on the event is the server's
+        conn.settimeout(CLIENT_TIMEOUT_S)
+        try:
+            reply = read_line(conn)
+        except TimeoutError:
+            return "snapshotter hook: the hook server is still handling this event"
     finally:
         conn.close()
     if not reply.startswith(b"ok"):
@@ -111,7 +132,7 @@ def stop(path: str | os.PathLike[str]) -> None:
         conn.settimeout(5.0)
         conn.connect(os.fspath(path))
         conn.sendall(frame(b"stop"))
-        _read_line(conn)
+        read_line(conn)
     finally:
         conn.close()
 
@@ -146,7 +167,7 @@ def _read_exact(conn: _socket.socket, size: int) -> bytes:
     return b"".join(chunks)
 
 
-def _read_line(conn: _socket.socket) -> bytes:
+def read_line(conn: _socket.socket) -> bytes:
     data = b""
     while not data.endswith(b"\n"):
         chunk = conn.recv(4096)

@@ -20,20 +20,46 @@ if TYPE_CHECKING:
 MAX_INPUT_BYTES = 64 * 1024 * 1024
 
 
-def run(stdin: BinaryIO, data_dir: str | os.PathLike[str] | None, args: list[str]) -> int:
+def run(stdin: BinaryIO | None, data_dir: str | os.PathLike[str] | None, args: list[str]) -> int:
     """Handle one event, through the resident server when one can be used.
 
-    ``data_dir`` is the ``--data-dir`` option (None: the default one).
+    ``data_dir`` is the ``--data-dir`` option (None: the default one); ``stdin``
+    is None when the runtime closed it. Returns 0 whatever happens (SPEC §6).
     """
-    raw = stdin.read(MAX_INPUT_BYTES + 1)
+    try:
+        _run(_read_input(stdin), data_dir, args)
+    except Exception as exc:  # the agent must never be blocked by us
+        _say(f"snapshotter hook: {type(exc).__name__}: {exc}")
+    return 0
+
+
+def _say(message: str) -> None:
+    """To stderr, if the runtime left us one (never to stdout, which is the reply)."""
+    if sys.stderr is not None:
+        print(message, file=sys.stderr)
+
+
+def _read_input(stdin: BinaryIO | None) -> bytes:
+    """The event's bytes; none at all from a closed or unreadable stdin (a logged no-op)."""
+    if stdin is None:
+        return b""
+    try:
+        return stdin.read(MAX_INPUT_BYTES + 1)
+    except (OSError, ValueError):  # EBADF, a closed file object
+        return b""
+
+
+def _run(raw: bytes, data_dir: str | os.PathLike[str] | None, args: list[str]) -> None:
+    project = os.environ.get("CLAUDE_PROJECT_DIR")
+    if project:  # travels with the event: a shared hook server has its own environment
+        args = [*args, f"project_dir={project}"]
     error = _via_server(raw, data_dir, args) if client.enabled() else _NOT_SERVED
     if error is _NOT_SERVED:
         from snapshotter.config import data_dir as resolve
 
         error = run_request(raw, resolve(data_dir), args)
     if error:
-        print(error, file=sys.stderr)
-    return 0
+        _say(error)
 
 
 _NOT_SERVED = "\0not served"
@@ -48,7 +74,7 @@ def _via_server(raw: bytes, data_dir: str | os.PathLike[str] | None, args: list[
     except (ConnectionRefusedError, FileNotFoundError):
         client.start(path)  # for the next event; this one is handled here
     except OSError:
-        pass  # busy or gone mid-request: handling it here is safe (events are idempotent)
+        pass  # no "ready" in time (the server will not handle it), or it died: ours now
     return _NOT_SERVED
 
 

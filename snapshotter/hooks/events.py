@@ -6,6 +6,7 @@ docker-agent events the snapshot builtin handles (SPEC §6).
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -20,8 +21,12 @@ PERMISSION_REQUEST = "permission_request"
 
 MAX_ID_CHARS = 1024  # session and tool ids, tool names: longer is a bad input
 MAX_REASON_CHARS = 200
+PATH_KEYS = ("file_path", "notebook_path", "path")  # and "paths", a list
 
-SNAPSHOT_EVENTS = (SESSION_START, TURN_START, TURN_END, PRE_TOOL_USE, POST_TOOL_USE, SESSION_END)
+USER_PROMPT_SUBMIT = "user_prompt_submit"  # docker-agent's: read for the turn's label only
+
+SNAPSHOT_EVENTS = (SESSION_START, TURN_START, TURN_END, PRE_TOOL_USE, POST_TOOL_USE, SESSION_END,
+                   USER_PROMPT_SUBMIT)
 TOOL_EVENTS = (PRE_TOOL_USE, POST_TOOL_USE, PERMISSION_REQUEST)
 
 CLAUDE_EVENTS = {
@@ -30,6 +35,8 @@ CLAUDE_EVENTS = {
     "Stop": TURN_END,
     "PreToolUse": PRE_TOOL_USE,
     "PostToolUse": POST_TOOL_USE,
+    # A failed or interrupted tool (keys ``error``, ``is_interrupt``) ends its span too.
+    "PostToolUseFailure": POST_TOOL_USE,
     "SessionEnd": SESSION_END,
 }
 
@@ -104,6 +111,29 @@ class HookInput(BaseModel):
     @property
     def event(self) -> str:
         return self.hook_event_name
+
+    def command(self) -> str | None:
+        """A shell tool's command (Claude Code's Bash ``command``, docker-agent's ``cmd``)."""
+        data = self.tool_input or {}
+        found = data.get("command", data.get("cmd"))
+        return found if isinstance(found, str) and found.strip() else None
+
+    def named_paths(self) -> list[str]:
+        """Absolute paths the tool's input names as the files it writes.
+
+        Claude Code's Write/Edit/MultiEdit say ``file_path`` (NotebookEdit
+        ``notebook_path``), docker-agent's file tools ``path`` or ``paths``;
+        relative ones are relative to the event's ``cwd``.
+        """
+        data = self.tool_input or {}
+        named: list[Any] = [data.get(key) for key in PATH_KEYS]
+        if isinstance(data.get("paths"), list):
+            named.extend(data["paths"])
+        return [
+            os.path.normpath(os.path.join(self.cwd, p))
+            for p in named
+            if isinstance(p, str) and p and "\0" not in p
+        ]
 
 
 class HookSpecificOutput(BaseModel):

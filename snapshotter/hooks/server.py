@@ -3,12 +3,26 @@
 ``snapshotter hook`` costs about half a second in a fresh process, almost all
 of it importing pydantic and pygit2. The first hook starts this server in
 the background (and handles its own event in-process); later hooks hand their
-stdin to it over a Unix socket. It serves one event at a time, with exactly
-the code path of the in-process hook, and exits after ``IDLE_S`` seconds
-without work. The socket lives in a private (0700) directory and its name
-covers the code version, interpreter, data directory and the environment
+stdin to it over a Unix socket. Each connection gets its own thread, with
+exactly the code path of the in-process hook: events of one worktree are
+serialised by that store's lock, as between processes, and a stuck event
+holds up only its own worktree (issue 13.12). It exits after ``IDLE_S``
+seconds without work. The socket lives in a private (0700) directory and its
+name covers the code version, interpreter, data directory and the environment
 that git config depends on, so a client never talks to a server that would
 behave differently from itself.
+
+The exchange, built so that an event is handled exactly once:
+
+    client → header frame, body frame
+    server → "ready\\n"          (a thread has the request; sent at once)
+    client → "go\\n"             (only if it has not given up waiting for "ready")
+    server → "ok\\n" | "err …\\n" (after handling it)
+
+A client that gets no "ready" in time closes the connection and handles the
+event itself; the server handles nothing it was not told "go" for, so the
+two never both handle one event. Once the client said "go" the event is the
+server's (see ``client.send``).
 """
 
 from __future__ import annotations
@@ -16,41 +30,137 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import signal
 import socket
 import struct
 import sys
+import threading
+import time
 from pathlib import Path
+from types import FrameType
 
 IDLE_S = 300.0
+MAX_THREADS = 32  # beyond this a client gets no "ready" and handles its event itself
+GO_TIMEOUT_S = 10.0  # a client that said nothing after "ready" has gone
+DRAIN_S = 60.0  # on stop, how long events under way may take to finish
+_TICK_S = 1.0  # how often the accept loop looks at the stop flag and the idle clock
+
+
+class _Server:
+    """The listening socket's state shared with the connection threads."""
+
+    def __init__(self, listener: socket.socket, path: Path) -> None:
+        self.listener = listener
+        self.path = path
+        self.stopping = threading.Event()
+        self.busy = 0
+        self.last_done = time.monotonic()
+        self.mutex = threading.Lock()
+        self.threads: set[threading.Thread] = set()
+
+    def loop(self) -> None:
+        """Accept until stopped, or idle for IDLE_S with nothing under way."""
+        self.listener.settimeout(_TICK_S)
+        while not self.stopping.is_set():
+            try:
+                conn, _ = self.listener.accept()
+            except TimeoutError:
+                with self.mutex:
+                    idle = self.busy == 0 and time.monotonic() - self.last_done > IDLE_S
+                if idle:
+                    return
+                continue
+            except OSError:
+                if self.stopping.is_set():
+                    return  # ``stop`` shut the listener down under us
+                raise
+            self._dispatch(conn)
+
+    def stop(self) -> None:
+        """No new connection from now on: the name goes, and a waiting accept wakes."""
+        self.stopping.set()
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
+        with contextlib.suppress(OSError):
+            self.listener.shutdown(socket.SHUT_RDWR)
+
+    def _dispatch(self, conn: socket.socket) -> None:
+        with self.mutex:
+            full = self.busy >= MAX_THREADS
+            if not full:
+                self.busy += 1
+        if full:
+            conn.close()  # no "ready": the client handles the event itself
+            return
+        thread = threading.Thread(target=self._serve, args=(conn,), daemon=True)
+        self.threads.add(thread)
+        thread.start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        try:
+            with conn:
+                if not _handle(conn):
+                    self.stop()
+        finally:
+            with self.mutex:
+                self.busy -= 1
+                self.last_done = time.monotonic()
+            self.threads.discard(threading.current_thread())
+
+    def drain(self) -> None:
+        """Let events under way finish (their clients said "go": they are ours)."""
+        deadline = time.monotonic() + DRAIN_S
+        for thread in list(self.threads):
+            thread.join(max(0.0, deadline - time.monotonic()))
 
 
 def serve(sock_path: Path) -> None:
-    lock = open(f"{sock_path}.lock", "w")  # noqa: SIM115 - held for the process's life
+    lock_path = f"{sock_path}.lock"
+    lock = open(lock_path, "w")  # noqa: SIM115 - held for the process's life
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
-        return  # another server already owns this socket
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(sock_path)
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind(str(sock_path))
-    server.listen(64)
-    server.settimeout(IDLE_S)
-    _warm_up()
+        lock.close()
+        return  # another server already owns this socket (and its lock file)
+    _exit_on_signals()
+    os.umask(0o077)  # as in the hook process: store files private (it never restores)
     try:
-        while True:
-            try:
-                conn, _ = server.accept()
-            except TimeoutError:
-                return
-            with conn:
-                if not _handle(conn):
-                    return
+        _run(sock_path)
     finally:
+        # Every way out (idle, stop, SIGTERM, an exception) leaves nothing behind
+        # in the runtime directory (issue 13.16). The socket goes first, while we
+        # still hold the lock, so a successor never loses a socket it just bound.
         with contextlib.suppress(OSError):
             os.unlink(sock_path)
         with contextlib.suppress(OSError):
-            os.unlink(f"{sock_path}.lock")  # leave nothing behind in the runtime dir
+            os.unlink(lock_path)
+        lock.close()
+
+
+def _run(sock_path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(sock_path)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    with listener:
+        listener.bind(str(sock_path))
+        listener.listen(64)
+        _warm_up()
+        server = _Server(listener, sock_path)
+        try:
+            server.loop()
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(sock_path)  # no new client connects while we drain
+            server.drain()
+
+
+def _exit_on_signals() -> None:
+    """SIGTERM and SIGHUP unwind through ``finally`` like any exit, not around it."""
+    def leave(signum: int, _frame: FrameType | None) -> None:
+        raise SystemExit(128 + signum)
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, leave)
 
 
 def _warm_up() -> None:
@@ -67,7 +177,7 @@ def _warm_up() -> None:
 def _handle(conn: socket.socket) -> bool:
     """Serve one request; False when asked to stop."""
     from snapshotter.config import data_dir as resolve
-    from snapshotter.hooks.client import read_frame
+    from snapshotter.hooks.client import GO, READY, read_frame, read_line
     from snapshotter.hooks.command import run_request as handle
 
     conn.settimeout(30.0)
@@ -77,11 +187,16 @@ def _handle(conn: socket.socket) -> bool:
             conn.sendall(b"ok\n")
             return False
         body = read_frame(conn)
+        conn.sendall(READY)
+        conn.settimeout(GO_TIMEOUT_S)
+        if read_line(conn) != GO:
+            return True  # the client gave up and handles the event itself
+        conn.settimeout(30.0)
         data_dir, _, args = header.decode("utf-8", "surrogateescape").partition("\0")
         error = handle(body, resolve(data_dir or None), [a for a in args.split("\0") if a])
         conn.sendall(b"ok\n" if error is None else b"err " + error.encode(errors="replace") + b"\n")
     except (OSError, struct.error, ValueError):
-        pass  # the client falls back to handling its event itself
+        pass  # before "go" the client handles its event itself; after it, the event was ours
     return True
 
 

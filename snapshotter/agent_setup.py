@@ -1,0 +1,236 @@
+"""``snapshotter init``: wire the hooks into an agent's configuration, idempotently.
+
+Pasting JSON by hand was the first thing new users got wrong. The merge keeps
+every hook that is already there, adds ours only where it is missing (so a
+second run changes nothing) and keeps a backup of any file it changes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from snapshotter.errors import SnapshotterError
+from snapshotter.fileio import write_atomic
+
+HOOK_COMMAND = "snapshotter hook"
+TIMEOUT_S = 30
+# Claude Code cancels a SessionEnd hook after 1.5 s whatever we ask; ours returns first.
+SESSION_END_TIMEOUT_S = 5
+
+# Claude Code event → matcher (None: the event takes no matcher).
+CLAUDE_EVENTS: dict[str, str | None] = {
+    "SessionStart": None,
+    "UserPromptSubmit": None,
+    "PreToolUse": "*",
+    "PostToolUse": "*",
+    "PostToolUseFailure": "*",
+    "Stop": None,
+    "SessionEnd": None,
+}
+DOCKER_AGENT_EVENTS: dict[str, bool] = {  # event → takes a tool matcher
+    "session_start": False,
+    "user_prompt_submit": False,  # read for the turn's label (what the user asked)
+    "turn_start": False,
+    "pre_tool_use": True,
+    "post_tool_use": True,
+    "turn_end": False,
+    "session_end": False,
+}
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What ``init`` did (or, with ``--dry-run``, would do) to one file."""
+
+    path: Path | None  # None: nothing to write, the text is for pasting
+    text: str  # the file's new content, or the block to paste
+    changed: bool
+    backup: Path | None = None
+
+
+def is_ours(command: object) -> bool:
+    """``snapshotter hook`` however it is spelled (a path, extra ``--arg`` options)."""
+    if not isinstance(command, str):
+        return False
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    return len(words) >= 2 and os.path.basename(words[0]) == "snapshotter" and words[1] == "hook"
+
+
+def _timeout(event: str) -> int:
+    return SESSION_END_TIMEOUT_S if event.lower().replace("_", "") == "sessionend" else TIMEOUT_S
+
+
+# -- Claude Code ------------------------------------------------------------------
+
+
+def claude_settings_path(folder: Path) -> Path:
+    """A project's (or, given the home directory, the user's) Claude Code settings."""
+    return folder / ".claude" / "settings.json"
+
+
+def merge_claude(settings: dict[str, Any], command: str = HOOK_COMMAND) -> dict[str, Any]:
+    """``settings`` with our hook on every snapshot event it is not already on."""
+    hooks = settings.get("hooks", {})
+    if not isinstance(hooks, dict):
+        raise SnapshotterError("the settings' \"hooks\" is not an object; fix it by hand first")
+    merged = {**hooks}
+    for event, matcher in CLAUDE_EVENTS.items():
+        groups = merged.get(event, [])
+        if not isinstance(groups, list):
+            raise SnapshotterError(
+                f"the settings' hooks.{event} is not a list; fix it by hand first"
+            )
+        if any(is_ours(h.get("command")) for g in groups if isinstance(g, dict)
+               for h in g.get("hooks", []) if isinstance(h, dict)):
+            continue
+        group: dict[str, Any] = {} if matcher is None else {"matcher": matcher}
+        group["hooks"] = [{"type": "command", "command": command, "timeout": _timeout(event)}]
+        merged[event] = [*groups, group]
+    return {**settings, "hooks": merged}
+
+
+def setup_claude(path: Path, *, dry_run: bool = False, command: str = HOOK_COMMAND) -> Setup:
+    old_text = _read_text(path)
+    try:
+        settings = json.loads(old_text) if old_text.strip() else {}
+    except ValueError as exc:
+        raise SnapshotterError(f"{path} is not JSON ({exc}); fix or move it, then run init again") \
+            from exc
+    if not isinstance(settings, dict):
+        raise SnapshotterError(f"{path} does not hold a JSON object; fix or move it first")
+    merged = merge_claude(settings, command)
+    if merged == settings:
+        return Setup(path, old_text, changed=False)
+    text = json.dumps(merged, indent=2) + "\n"
+    return _write(path, old_text, text, dry_run)
+
+
+# -- docker-agent ---------------------------------------------------------------
+
+
+def docker_agent_block(indent: str = "", command: str = HOOK_COMMAND) -> str:
+    """The ``hooks:`` mapping for an agent, as YAML, indented by ``indent``."""
+    lines = ["hooks:"]
+    for event, tool in DOCKER_AGENT_EVENTS.items():
+        hook = ["type: command", f"command: {command}", f"timeout: {_timeout(event)}"]
+        lines.append(f"  {event}:")
+        if tool:
+            lines += ['    - matcher: "*"', "      hooks:", f"        - {hook[0]}"]
+            lines += [f"          {item}" for item in hook[1:]]
+        else:
+            lines += [f"    - {hook[0]}", *(f"      {item}" for item in hook[1:])]
+    return "".join(f"{indent}{line}\n" for line in lines)
+
+
+def setup_docker_agent(path: Path, agent: str | None, *, dry_run: bool = False,
+                       command: str = HOOK_COMMAND) -> Setup:
+    """Add the hooks to one agent of an agent YAML file (``agents: NAME: hooks:``)."""
+    old_text = _read_text(path)
+    if not old_text:
+        raise SnapshotterError(f"{path} is empty or missing; run without a file to print the block")
+    lines = old_text.splitlines(keepends=True)
+    start, end, indent, name = _agent_block(lines, agent, path)
+    body = lines[start:end]
+    if any(is_ours(line.partition("command:")[2].strip().strip("'\"")) for line in body):
+        return Setup(path, old_text, changed=False)
+    if any(line.startswith(f"{indent}hooks:") for line in body):
+        raise SnapshotterError(f"agent {name!r} in {path} already has hooks of its own; add these "
+                       f"entries to them by hand (`snapshotter init docker-agent` prints them)")
+    while end > start and not lines[end - 1].strip():
+        end -= 1  # keep blank lines after the agent where they were
+    if lines[end - 1] and not lines[end - 1].endswith("\n"):
+        lines[end - 1] += "\n"
+    new_lines = [*lines[:end], docker_agent_block(indent, command), *lines[end:]]
+    return _write(path, old_text, "".join(new_lines), dry_run)
+
+
+def _agent_block(lines: list[str], agent: str | None, path: Path) -> tuple[int, int, str, str]:
+    """(first body line, end, the body's indent, name) of the agent to wire."""
+    try:
+        top = next(i for i, line in enumerate(lines) if line.rstrip() == "agents:")
+    except StopIteration:
+        raise SnapshotterError(f"{path} has no top-level `agents:` mapping") from None
+    agents: list[tuple[str, int, int]] = []  # name, line, indent
+    child_indent: int | None = None
+    for i in range(top + 1, len(lines)):
+        text = lines[i]
+        if not text.strip() or text.lstrip().startswith("#"):
+            continue
+        indent = len(text) - len(text.lstrip(" "))
+        if indent == 0:
+            break
+        if child_indent is None:
+            child_indent = indent
+        if indent == child_indent and text.rstrip().endswith(":"):
+            agents.append((text.strip()[:-1].strip("'\""), i, indent))
+    if not agents:
+        raise SnapshotterError(f"{path} defines no agents under `agents:`")
+    names = [a[0] for a in agents]
+    wanted = agent or ("root" if "root" in names else names[0])
+    if wanted not in names:
+        raise SnapshotterError(f"no agent {wanted!r} in {path} (it has: {', '.join(names)})")
+    k = names.index(wanted)
+    _, line, indent = agents[k]
+    end = agents[k + 1][1] if k + 1 < len(agents) else _block_end(lines, line, indent)
+    body_indent = _body_indent(lines[line + 1 : end]) or indent + 2
+    return line + 1, end, " " * body_indent, wanted
+
+
+def _block_end(lines: list[str], line: int, indent: int) -> int:
+    for i in range(line + 1, len(lines)):
+        text = lines[i]
+        if text.strip() and not text.lstrip().startswith("#") \
+                and len(text) - len(text.lstrip(" ")) <= indent:
+            return i
+    return len(lines)
+
+
+def _body_indent(body: list[str]) -> int | None:
+    for text in body:
+        if text.strip() and not text.lstrip().startswith("#"):
+            return len(text) - len(text.lstrip(" "))
+    return None
+
+
+# -- files ------------------------------------------------------------------------
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return ""
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SnapshotterError(f"cannot read {path}: {exc}") from exc
+
+
+def _write(path: Path, old_text: str, text: str, dry_run: bool) -> Setup:
+    if dry_run:
+        return Setup(path, text, changed=True)
+    backup = None
+    try:
+        mode = path.stat().st_mode & 0o777 if old_text else 0o666 & ~_umask()
+        if old_text:
+            backup = path.with_name(f"{path.name}.{time.strftime('%Y%m%d-%H%M%S')}.bak")
+            write_atomic(backup, old_text.encode("utf-8"))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, text.encode("utf-8"))
+        os.chmod(path, mode)  # the user's file keeps its mode (temp files are 0600)
+    except OSError as exc:
+        raise SnapshotterError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    return Setup(path, text, changed=True, backup=backup)
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

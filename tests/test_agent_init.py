@@ -1,0 +1,165 @@
+"""`snapshotter init`: hooks merged into real agent configurations, by round trip."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_cli_e2e import commands_for, listed, parse_yaml, replay_through, shape
+
+from snapshotter.cli import main
+from snapshotter.replay import build_repo, load_recipe, load_session
+
+CLAUDE_EVENTS = ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse",
+                 "PostToolUseFailure", "Stop", "SessionEnd"]
+THEIRS: dict[str, Any] = {
+    "permissions": {"allow": ["Bash(npm test)"]},
+    "hooks": {
+        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "true"}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": "true", "timeout": 3}]}],
+    },
+}
+AGENT_YAML = """\
+version: "2"
+agents:
+  root:
+    model: openai/gpt-4o
+    description: the main agent
+    instruction: You are helpful.
+    sub_agents:
+      - helper
+
+  helper:
+    model: openai/gpt-4o
+    instruction: You help.
+
+models:
+  gpt:
+    provider: openai
+"""
+
+
+class Done:
+    def __init__(self, code: int, out: str, err: str) -> None:
+        self.exit_code, self.output, self.err = code, out, err
+
+
+@pytest.fixture
+def run(capsys: pytest.CaptureFixture[str]) -> Any:
+    """``run("init", ...)``: the console entry point, exit code and output."""
+
+    def invoke(*args: str) -> Done:
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as exited:
+            main(list(args))
+        out, err = capsys.readouterr()
+        assert isinstance(exited.value.code, int)
+        return Done(exited.value.code, out, err)
+
+    return invoke
+
+
+def ours(hooks: dict[str, Any], event: str) -> list[dict[str, Any]]:
+    return [h for g in hooks.get(event, []) for h in g.get("hooks", [g])
+            if h.get("command") == "snapshotter hook"]
+
+
+def test_claude_code_init_merges_keeps_theirs_and_is_idempotent(repo: Path, run: Any) -> None:
+    settings = repo / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps(THEIRS, indent=2))
+    settings.chmod(0o640)
+    done = run("init", "claude-code", "-C", str(repo / "src"))
+    assert done.exit_code == 0, done.output
+    assert "hooks added" in done.output
+    merged = json.loads(settings.read_text())
+    assert merged["permissions"] == THEIRS["permissions"], "other settings are kept"
+    for event in CLAUDE_EVENTS:
+        (hook,) = ours(merged["hooks"], event)
+        assert isinstance(hook["timeout"], int), f"{event}: an explicit timeout"
+    assert merged["hooks"]["PreToolUse"][0] == THEIRS["hooks"]["PreToolUse"][0], "theirs first"
+    assert merged["hooks"]["Stop"][0] == THEIRS["hooks"]["Stop"][0]
+    assert settings.stat().st_mode & 0o777 == 0o640, "the file keeps its mode"
+    (backup,) = settings.parent.glob("settings.json.*.bak")
+    assert json.loads(backup.read_text()) == THEIRS, "the old file is backed up"
+
+    before = settings.read_bytes()
+    again = run("init", "claude-code", "-C", str(repo))
+    assert again.exit_code == 0 and "already wired" in again.output, again.output
+    assert settings.read_bytes() == before, "a second run changes nothing"
+    assert len(list(settings.parent.glob("*.bak"))) == 1, "and makes no second backup"
+
+
+def test_claude_code_settings_from_init_record_a_real_session(tmp_path: Path, run: Any) -> None:
+    session = load_session("claude_code_cd_interrupt")
+    root = build_repo(tmp_path / "agent-repo", load_recipe(session["repo"]))
+    assert run("init", "claude-code", "-C", str(root)).exit_code == 0
+    hooks = json.loads((root / ".claude" / "settings.json").read_text())["hooks"]
+    assert commands_for(hooks, "PostToolUseFailure", "Bash") == ["snapshotter hook"]
+    replay_through(hooks, session, root)
+    # .claude/ is an untracked directory the agent did not write: it is in no checkpoint.
+    assert shape(listed(root)) == session["expect"]
+
+
+def test_claude_code_dry_run_and_global(repo: Path, hermetic: Path, run: Any) -> None:
+    dry = run("init", "claude-code", "-C", str(repo), "--dry-run")
+    assert dry.exit_code == 0
+    assert sorted(json.loads(dry.output)["hooks"]) == sorted(CLAUDE_EVENTS)
+    assert not (repo / ".claude").exists(), "--dry-run writes nothing"
+    done = run("init", "claude-code", "--global")
+    assert done.exit_code == 0, done.output
+    assert sorted(json.loads((hermetic / ".claude" / "settings.json").read_text())["hooks"]) \
+        == sorted(CLAUDE_EVENTS)
+
+
+def test_claude_code_settings_that_are_not_json_are_left_alone(repo: Path, run: Any) -> None:
+    settings = repo / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text("{ not json")
+    done = run("init", "claude-code", "-C", str(repo))
+    assert done.exit_code == 1
+    assert "is not JSON" in done.err and len(done.err.strip().splitlines()) == 1
+    assert settings.read_text() == "{ not json"
+
+
+def test_docker_agent_init_adds_hooks_to_the_root_agent(tmp_path: Path, run: Any) -> None:
+    agent = tmp_path / "agent.yaml"
+    agent.write_text(AGENT_YAML)
+    done = run("init", "docker-agent", str(agent))
+    assert done.exit_code == 0, done.output
+    config = parse_yaml(agent.read_text())
+    hooks = config["agents"]["root"]["hooks"]
+    for event in ("session_start", "turn_start", "pre_tool_use", "post_tool_use", "turn_end",
+                  "session_end"):
+        assert commands_for(hooks, event, "shell") == ["snapshotter hook"], event
+    assert "hooks" not in config["agents"]["helper"], "only the chosen agent is wired"
+    assert config["agents"]["root"]["sub_agents"] == ["helper"]
+    assert config["models"] == {"gpt": {"provider": "openai"}}, "the rest of the file is kept"
+    (backup,) = tmp_path.glob("agent.yaml.*.bak")
+    assert backup.read_text() == AGENT_YAML
+
+    before = agent.read_bytes()
+    again = run("init", "docker-agent", str(agent))
+    assert again.exit_code == 0 and "already wired" in again.output
+    assert agent.read_bytes() == before
+
+
+def test_docker_agent_init_prints_the_block_and_refuses_to_guess(tmp_path: Path, run: Any) -> None:
+    printed = run("init", "docker-agent")
+    assert printed.exit_code == 0
+    block = parse_yaml(printed.output)["hooks"]
+    assert commands_for(block, "pre_tool_use", "edit_file") == ["snapshotter hook"]
+
+    agent = tmp_path / "agent.yaml"
+    agent.write_text(AGENT_YAML.replace("    instruction: You help.\n",
+                                        "    instruction: You help.\n    hooks:\n"
+                                        "      turn_end:\n        - type: command\n"
+                                        "          command: ./notify.sh\n"))
+    text = agent.read_text()
+    done = run("init", "docker-agent", str(agent), "--agent", "helper")
+    assert done.exit_code == 1 and "already has hooks" in done.err, done.err
+    assert agent.read_text() == text
+    missing = run("init", "docker-agent", str(agent), "--agent", "nope")
+    assert missing.exit_code == 1 and "no agent 'nope'" in missing.err

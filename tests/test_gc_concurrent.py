@@ -1,0 +1,199 @@
+"""gc never holds hooks up, never waits in session_end, and forgets deleted worktrees.
+
+Issue 13.13 / 11.4: session_end ran gc for 16-39 s inside the hook, holding
+the store lock, while another session's turn_end failed to get it. Issue
+13.19: stores of deleted worktrees piled up forever.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import filelock
+import pytest
+from conftest import make_repo, write
+
+from snapshotter import gc as gc_mod
+from snapshotter import history, packwriter
+from snapshotter.checkpoints import Recorder
+from snapshotter.engine import Engine
+from snapshotter.hooks.builtin import SnapshotBuiltin
+from snapshotter.hooks.events import HookInput
+from snapshotter.retention import Policy
+from snapshotter.state import load, save
+from snapshotter.store import Store, stores_dir
+
+
+def open_engine(root: Path, data_dir: Path) -> Engine:
+    engine = Engine.open(root, data_dir_path=data_dir)
+    assert engine is not None
+    return engine
+
+
+def lock_is_free(store: Store) -> bool:
+    """Whether another process could take the store lock right now."""
+    try:
+        with filelock.FileLock(str(store.root / "lock"), timeout=0):
+            return True
+    except filelock.Timeout:
+        return False
+
+
+def test_gc_session_end_starts_gc_detached_and_never_runs_it_itself(
+    tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
+    builtin = SnapshotBuiltin(data_dir_path=data_dir)
+    in_process: list[str] = []
+    started: list[dict[str, Any]] = []
+
+    def refuse(*_args: object, **_kwargs: object) -> gc_mod.GcReport:
+        in_process.append("gc ran inside the hook")
+        raise AssertionError("gc inside the hook")
+
+    class FakePopen:
+        def __init__(self, argv: list[str], **kwargs: Any) -> None:
+            started.append({"argv": argv, **kwargs})
+
+    monkeypatch.setattr(gc_mod, "collect", refuse)
+    monkeypatch.setattr(gc_mod, "collect_store", refuse)
+    monkeypatch.setattr(subprocess, "Popen", FakePopen)
+    def event(name: str) -> HookInput:
+        return HookInput(session_id="s", cwd=str(root), hook_event_name=name)
+
+    builtin.handle(event("turn_start"), [])
+    write(root, "a.txt", "changed\n")
+    cp = builtin.handle(event("session_end"), ["max_checkpoints=3"])
+    assert cp is not None and cp.label == "session_end", "the open turn is recorded first"
+    assert in_process == [], "session_end must not run gc within the hook's time"
+    assert len(started) == 1, f"one detached gc process started: {started}"
+    spawn = started[0]
+    assert spawn["start_new_session"] is True, "detached from the hook's session"
+    assert all(spawn[k] == subprocess.DEVNULL for k in ("stdin", "stdout", "stderr"))
+    argv = spawn["argv"]
+    assert argv[1:3] == ["-m", "snapshotter"] and "gc" in argv and "--detached" in argv
+    assert argv[argv.index("--max-checkpoints") + 1] == "3", "retention args travel along"
+
+
+def test_gc_detached_process_really_compacts(
+    tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
+    engine = open_engine(root, data_dir)
+    for i in range(gc_mod.LOOSE_THRESHOLD + 10):
+        write(root, f"new/f{i}.txt", f"file {i}\n")
+    engine.capture()
+    # What session_end starts, in a real process (waited for here, never in the hook).
+    argv_seen: list[list[str]] = []
+    monkeypatch.setattr(subprocess, "Popen", lambda argv, **_kw: argv_seen.append(argv))
+    gc_mod.start_detached(engine.store, budget_s=2.0, policy=Policy())
+    monkeypatch.undo()
+    done = subprocess.run(argv_seen[0], capture_output=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert gc_mod.count_loose_objects(engine.store) == 0, "the detached gc packed them"
+
+
+def test_gc_writes_packs_without_the_store_lock(
+    tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
+    engine = open_engine(root, data_dir)
+    rec = Recorder(engine, "s")
+    for i in range(gc_mod.LOOSE_THRESHOLD + 10):
+        write(root, f"new/f{i}.txt", f"file {i}\n")
+    rec.turn_start()
+    write(root, "a.txt", "turn\n")
+    rec.turn_end("done")
+    held: list[str] = []
+    real_write, real_pack = gc_mod._write_pack, packwriter.write_pack
+
+    def check_write(*args: Any, **kwargs: Any) -> Any:
+        if not lock_is_free(engine.store):
+            held.append("full repack")
+        return real_write(*args, **kwargs)
+
+    def check_pack(*args: Any, **kwargs: Any) -> Any:
+        if not lock_is_free(engine.store):
+            held.append("loose packing")
+        return real_pack(*args, **kwargs)
+
+    monkeypatch.setattr(gc_mod, "_write_pack", check_write)
+    monkeypatch.setattr(packwriter, "write_pack", check_pack)
+    gc_mod.collect(engine, budget_s=2.0, policy=Policy(None, None, None))  # the quick gc
+    gc_mod.collect(engine, policy=Policy(None, None, None))  # a full one
+    monkeypatch.undo()
+    assert held == [], f"gc held the store lock while writing a pack: {held}"
+    assert history.undo_last(open_engine(root, data_dir), "s").restored == ["a.txt"]
+
+
+def test_gc_keeps_an_old_object_a_capture_names_again_while_it_packs(
+    tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
+    engine = open_engine(root, data_dir)
+    old = Recorder(engine, "old")
+    old.turn_start()
+    write(root, "x.txt", "bytes only an old, dropped checkpoint holds\n")
+    assert old.turn_end("done") is not None
+    os.unlink(root / "x.txt")
+    engine.capture()  # the stat cache's tree no longer holds x.txt
+    state = load(engine.store)
+    for cp in state.checkpoints:
+        cp.created_at = "2000-01-01T00:00:00Z"
+    state.sessions["old"].touched = "2000-01-01T00:00:00Z"
+    save(engine.store, state)
+    real_write = gc_mod._write_pack
+    trees: list[str] = []
+
+    def meanwhile(*args: Any, **kwargs: Any) -> Any:
+        written = real_write(*args, **kwargs)
+        # A hook in another process, while gc writes its pack: x.txt is back,
+        # and its blob already exists (in a loose object gc is about to drop).
+        write(root, "x.txt", "bytes only an old, dropped checkpoint holds\n")
+        trees.append(open_engine(root, data_dir).capture().tree)
+        return written
+
+    monkeypatch.setattr(gc_mod, "_write_pack", meanwhile)
+    report = gc_mod.collect(engine, policy=Policy(1, None, None))
+    assert report.dropped.sessions == ["old"], report.dropped
+    monkeypatch.undo()
+    fresh = open_engine(root, data_dir)
+    entry = fresh.entry(trees[0], "x.txt")  # the stat cache's tree, as that capture left it
+    assert entry is not None
+    assert fresh.store.blob(entry[1]) == b"bytes only an old, dropped checkpoint holds\n", (
+        "the blob the new capture names survived the gc"
+    )
+
+
+def run_gc_all(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), "gc", "--all", *args],
+        capture_output=True, text=True, timeout=300, check=False,
+    )
+
+
+def test_gc_all_drops_stores_of_deleted_worktrees_after_the_retention_age(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    kept = make_repo(tmp_path / "kept", {"a.txt": "a\n"})
+    gone = make_repo(tmp_path / "gone", {"b.txt": "b\n"})
+    kept_root = open_engine(kept, data_dir).store.root
+    gone_store = open_engine(gone, data_dir).store
+    gone_store.capture(1 << 20, frozenset())
+    shutil.rmtree(gone)
+    done = run_gc_all(data_dir, "--max-age-days", "30")
+    assert done.returncode == 0, done.stderr
+    assert gone_store.root.exists(), "a recently used store outlives its worktree for a while"
+    done = run_gc_all(data_dir, "--max-age-days", "0", "--dry-run")
+    assert done.returncode == 0 and gone_store.root.exists(), "a dry run deletes nothing"
+    done = run_gc_all(data_dir, "--max-age-days", "0")
+    assert done.returncode == 0, done.stderr
+    assert not gone_store.root.exists(), "the deleted worktree's store is gone"
+    assert kept_root.exists(), "a live worktree's store stays"
+    left = sorted(p.name for p in stores_dir(data_dir).iterdir() if p.is_dir())
+    assert left == [kept_root.name], f"nothing else left behind: {left}"

@@ -1,0 +1,157 @@
+"""The hook server: worktrees served independently, exactly-once hand-over, nothing left behind.
+
+Issue 13: one stuck event held every other worktree's hooks for 55 s (12);
+a hook with stdin closed crashed (14); the server left its socket and lock
+file in the runtime directory (16).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import make_repo, write
+
+from snapshotter.engine import Engine
+from snapshotter.history import list_checkpoints
+from snapshotter.hooks import client
+from snapshotter.store import stores_dir
+
+
+def hook_argv(data_dir: Path) -> list[str]:
+    return [sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), "hook"]
+
+
+def hook(data_dir: Path, event: dict[str, Any], timeout: float = 120
+         ) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(hook_argv(data_dir), input=json.dumps(event).encode(),
+                          capture_output=True, timeout=timeout, check=False)
+
+
+def wait_for(path: Path, present: bool = True, limit: float = 60) -> None:
+    deadline = time.monotonic() + limit
+    while path.exists() != present and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert path.exists() == present, f"{path} {'never appeared' if present else 'stayed'}"
+
+
+@pytest.fixture
+def sock(monkeypatch: pytest.MonkeyPatch, data_dir: Path) -> Iterator[Path]:
+    monkeypatch.setenv("SNAPSHOTTER_HOOK_SERVER", "1")
+    path = client.socket_path(data_dir)
+    assert path is not None, "a private socket directory is available"
+    yield path
+    with contextlib.suppress(OSError):
+        client.stop(path)
+
+
+def start_server(path: Path) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen([sys.executable, "-m", "snapshotter.hooks.server", str(path)])
+    wait_for(path)
+    return proc
+
+
+def checkpoints(root: Path, data_dir: Path, session: str) -> list[list[str]]:
+    engine = Engine.open(root, data_dir_path=data_dir, create=False)
+    if engine is None:
+        return []
+    return [[f.path for f in cp.files] for cp in list_checkpoints(engine.store, session)]
+
+
+def test_server_hook_with_stdin_closed_exits_0(tmp_path: Path, data_dir: Path) -> None:
+    done = subprocess.run(["sh", "-c", 'exec "$@" <&-', "sh", *hook_argv(data_dir)],
+                          capture_output=True, timeout=120, check=False, cwd=tmp_path)
+    assert done.returncode == 0, f"exit {done.returncode}: {done.stderr!r}"
+    assert b"Traceback" not in done.stderr, done.stderr
+    assert done.stdout in (b"", b"{}"), done.stdout
+
+
+@pytest.mark.parametrize("how", ["sigterm", "stop"])
+def test_server_leaves_no_socket_or_lock_behind(sock: Path, how: str) -> None:
+    proc = start_server(sock)
+    if how == "sigterm":
+        proc.send_signal(signal.SIGTERM)
+    else:
+        client.stop(sock)
+    proc.wait(timeout=60)
+    left = sorted(p.name for p in sock.parent.iterdir() if p.name.startswith(sock.stem))
+    assert left == [], f"after {how} the runtime directory still holds {left}"
+
+
+def test_server_a_stuck_worktree_does_not_hold_up_another(
+    tmp_path: Path, data_dir: Path, sock: Path
+) -> None:
+    stuck = make_repo(tmp_path / "stuck", {"a.txt": "a\n"})
+    free = make_repo(tmp_path / "free", {"b.txt": "b\n"})
+    assert hook(data_dir, {"session_id": "s", "cwd": str(free),
+                           "hook_event_name": "turn_start"}).returncode == 0
+    wait_for(sock)  # the first hook started the server
+    engine = Engine.open(stuck, data_dir_path=data_dir)
+    assert engine is not None
+    lock = engine.store.locked()
+    lock.acquire()  # the stuck worktree's event waits for this lock inside the server
+    try:
+        blocked = subprocess.Popen(hook_argv(data_dir), stdin=subprocess.PIPE,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        assert blocked.stdin is not None
+        blocked.stdin.write(json.dumps({"session_id": "s", "cwd": str(stuck),
+                                        "hook_event_name": "turn_start"}).encode())
+        blocked.stdin.close()
+        time.sleep(1.0)  # let it reach the server first
+        write(free, "b.txt", "changed\n")
+        done = hook(data_dir, {"session_id": "s", "cwd": str(free),
+                               "hook_event_name": "turn_end"}, timeout=25)
+        assert done.returncode == 0 and not done.stderr, done.stderr
+        assert checkpoints(free, data_dir, "s") == [["b.txt"]], (
+            "the other worktree's turn was recorded while the stuck one still waited"
+        )
+    finally:
+        lock.release()
+    assert blocked.wait(timeout=120) == 0, "the stuck worktree's hook finished once freed"
+
+
+def test_server_too_busy_to_answer_means_the_hook_handles_its_event(
+    tmp_path: Path, data_dir: Path, sock: Path
+) -> None:
+    root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
+    sock.parent.mkdir(parents=True, exist_ok=True)
+    wedged = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    wedged.bind(str(sock))
+    wedged.listen(64)  # connects succeed, but nobody ever answers
+    try:
+        base = {"session_id": "s", "cwd": str(root)}
+        assert hook(data_dir, {**base, "hook_event_name": "turn_start"}, timeout=20).returncode == 0
+        write(root, "a.txt", "changed\n")
+        done = hook(data_dir, {**base, "hook_event_name": "turn_end"}, timeout=20)
+        assert done.returncode == 0 and not done.stderr, done.stderr
+    finally:
+        wedged.close()
+        os.unlink(sock)
+    assert checkpoints(root, data_dir, "s") == [["a.txt"]], "both events handled in-process"
+
+
+def test_server_never_handles_an_event_its_client_gave_up_on(
+    tmp_path: Path, data_dir: Path, sock: Path
+) -> None:
+    root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
+    proc = start_server(sock)
+    event = json.dumps({"session_id": "s", "cwd": str(root), "hook_event_name": "turn_start"})
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.connect(str(sock))
+    header = client.data_dir_arg(data_dir).encode()
+    conn.sendall(client.frame(header) + client.frame(event.encode()))
+    conn.close()  # gave up before "go": this client handles the event itself
+    client.stop(sock)  # waits for events under way
+    proc.wait(timeout=60)
+    store_roots = list(stores_dir(data_dir).glob("*/state.json"))
+    assert store_roots == [], "the server handled an event whose client had given up on it"
