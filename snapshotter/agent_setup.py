@@ -19,7 +19,7 @@ from snapshotter.errors import SnapshotterError
 from snapshotter.fileio import write_atomic
 
 HOOK_COMMAND = "snapshotter hook"
-TIMEOUT_S = 30
+TIMEOUT_S = 60  # docker-agent's default; a hook waits at most 50 s for the store lock
 # Claude Code cancels a SessionEnd hook after 1.5 s whatever we ask; ours returns first.
 SESSION_END_TIMEOUT_S = 5
 

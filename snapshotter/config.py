@@ -58,6 +58,8 @@ def private_dir(path: Path) -> bool:
         path.mkdir(mode=0o700, exist_ok=True)
         return False
     st = os.lstat(path)
+    if not hasattr(os, "getuid"):
+        return False  # not POSIX: mode bits do not decide who may read it
     if st.st_mode & 0o077 and st.st_uid == os.getuid() and not os.path.islink(path):
         os.chmod(path, st.st_mode & 0o700)
         return True
@@ -66,6 +68,8 @@ def private_dir(path: Path) -> bool:
 
 def make_private_tree(path: Path) -> None:
     """Strip group and other permissions from everything below ``path`` (ours only)."""
+    if not hasattr(os, "getuid"):
+        return  # not POSIX: mode bits do not decide who may read it
     uid = os.getuid()
     for dirpath, dirs, files in os.walk(path):
         for name in [*dirs, *files]:

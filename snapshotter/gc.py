@@ -24,7 +24,6 @@ process (``start_detached``) and never waits for it.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import re
 import shutil
@@ -47,7 +46,7 @@ from snapshotter.retention import (
     oldest_droppable,
 )
 from snapshotter.state import State, load, save
-from snapshotter.store import Store
+from snapshotter.store import Store, file_lock
 
 _LOOSE_DIR = re.compile(r"^[0-9a-f]{2}$")
 _PACK_FILE = re.compile(r"^pack-[0-9a-f]{40}\.(pack|idx|rev)$")
@@ -100,13 +99,16 @@ def collect_store(store: Store, *, budget_s: float | None = None, dry_run: bool 
 @contextlib.contextmanager
 def _only_gc(store: Store, *, wait: bool) -> Iterator[bool]:
     """One gc per store at a time; a bounded one does not queue behind another."""
-    with open(store.root / "gc.lock", "a") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
+    lock = file_lock(store.root / "gc.lock", timeout=-1 if wait else 0)
+    try:
+        lock.acquire()
+    except TimeoutError:  # filelock.Timeout is one
+        yield False
+        return
+    try:
         yield True
+    finally:
+        lock.release()
 
 
 def _collect(store: Store, budget_s: float | None, dry_run: bool, policy: Policy) -> GcReport:
@@ -134,8 +136,9 @@ def _collect(store: Store, budget_s: float | None, dry_run: bool, policy: Policy
         return report
     if dry_run:
         trees = _live_trees(store, state)
-        report.live_trees, report.objects_kept = len(trees), _count_reachable(store, trees)
-        report.bytes_after = report.bytes_before
+        live = _live_objects(store, trees)
+        report.live_trees, report.objects_kept = len(trees), len(live)
+        report.bytes_after = report.bytes_before - _unreachable_bytes(objects, live)
         report.skipped = "dry run: nothing changed"
         return report
     if light:
@@ -412,6 +415,28 @@ def _shared_files(objects: Path) -> list[_Shared]:
         if _is_shared(path):
             found.append(_Shared((path,), frozenset({bytes.fromhex(path.parent.name + path.name)})))
     return found
+
+
+def _unreachable_bytes(objects: Path, live: set[bytes]) -> int:
+    """About what a full gc would free: dead loose objects, and packs' dead share.
+
+    A pack's bytes are split evenly over its objects: an estimate, since
+    deltas and compression make objects unequal (``gc --dry-run`` says so).
+    """
+    total = 0
+    for path in _loose_objects(objects):
+        with contextlib.suppress(ValueError, OSError):
+            if bytes.fromhex(path.parent.name + path.name) not in live:
+                total += path.stat().st_size
+    for idx in (objects / "pack").glob("pack-*.idx"):
+        pack = idx.with_suffix(".pack")
+        index = None if _is_shared(pack) else packwriter.read_pack_index(idx)
+        if index is None or not len(index):
+            continue
+        dead = len(index) - len(index.find(live))
+        with contextlib.suppress(OSError):
+            total += (pack.stat().st_size + idx.stat().st_size) * dead // len(index)
+    return total
 
 
 def _is_shared(path: Path) -> bool:

@@ -90,7 +90,7 @@ def restore_files(engine: Engine, session_id: str, checkpoint_id: int, paths: li
         new_tree = _after_tree(engine, safety.tree, steps)
         _rebase_open_spans(engine, state, new_tree, chosen)
         sess = state.session(session_id)
-        sess.redo.append(RedoEntry(op="restore", checkpoints=[], paths=chosen,
+        sess.redo.append(RedoEntry(op="restore", checkpoints=[cp.id], paths=chosen,
                                    tree=safety.tree, after=new_tree))
         sess.last = Mark.of(Capture(new_tree, safety.skipped, safety.started), state.next_id)
         result = journal.run(engine.store, state, safety.tree, steps)
@@ -136,7 +136,7 @@ def redo(engine: Engine, session_id: str, *, force: bool = False,
                                        after=after))
         sess.last = Mark.of(Capture(after, safety.skipped, safety.started), state.next_id)
         _rebase_open_spans(engine, state, entry.tree, entry.paths)
-        for cp_id in entry.checkpoints:
+        for cp_id in entry.checkpoints if entry.op != "restore" else ():  # a part: no flag
             cp = state.by_id(cp_id)
             if cp is not None:
                 _set_undone(state, cp, False)

@@ -131,9 +131,9 @@ def report(verb: str, rep: RestoreReport, as_json: bool) -> None:
     said = f"would {_INFINITIVE[verb]}" if rep.dry_run else verb
     click.echo(f"{said} checkpoint {ids}: {len(rep.restored)} {done}, {len(rep.removed)} {gone}")
     for path in rep.restored:
-        click.echo(f"  restored {display(path)}")
+        click.echo(f"  {done:<8} {display(path)}")
     for path in rep.removed:
-        click.echo(f"  removed  {display(path)}")
+        click.echo(f"  {gone:<8} {display(path)}")
     for path in rep.skipped:
         click.echo(f"  ! left alone {display(path)} (skipped when recorded: not in the snapshot)")
     if not rep.dry_run and verb in ("undid", "reset", "restored"):
@@ -142,11 +142,26 @@ def report(verb: str, rep: RestoreReport, as_json: bool) -> None:
 
 def gc_report(worktree: object, rep: GcReport) -> None:
     dropped = rep.dropped
-    verb = "would drop" if rep.skipped.startswith("dry run") else "dropped"
+    dry = rep.skipped.startswith("dry run")
+    verb = "would drop" if dry else "dropped"
+    freed = f"would free about {human_size(rep.freed)}" if dry else \
+        f"freed {human_size(rep.freed)}"
+    size = human_size(rep.bytes_before) if dry else \
+        f"{human_size(rep.bytes_before)} {ARROW} {human_size(rep.bytes_after)}"
+    note = f" ({rep.skipped})" if rep.skipped and not dry else ""
     click.echo(f"{display(str(worktree))}: {verb} {len(dropped.sessions)} sessions and "
                f"{len(dropped.checkpoints)} checkpoints; kept {rep.objects_kept} objects "
-               f"({rep.live_trees} trees); {rep.bytes_before} → {rep.bytes_after} bytes, "
-               f"freed {rep.freed}" + (f" ({rep.skipped})" if rep.skipped else ""))
+               f"({rep.live_trees} trees); {size}, {freed}{note}")
+
+
+def human_size(n: int) -> str:
+    """``1.5 MiB``, as people read sizes."""
+    size = float(n)
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{n} bytes" if unit == "bytes" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} bytes"  # unreachable: the loop returns at GiB
 
 
 def error(message: str) -> None:

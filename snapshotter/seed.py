@@ -289,7 +289,7 @@ def _linkable(path: Path) -> bool:
         st = os.lstat(path)
     except OSError:
         return False
-    return stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid()
+    return stat.S_ISREG(st.st_mode) and st.st_uid == getattr(os, "getuid", lambda: -1)()
 
 
 def _link(src: Path, dst: Path) -> bool:

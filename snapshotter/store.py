@@ -34,7 +34,12 @@ if TYPE_CHECKING:
 # its mtime moving (the kernel's clock is coarse), so its stat data is not
 # trusted next time: the "racy git" problem, solved the way git solves it.
 RACY_WINDOW_NS = 50_000_000
-LOCK_TIMEOUT_S = 30.0
+# A hook waits this long for the store lock (inside docker-agent's 60 s hook
+# timeout), polling often: filelock polls, so a long interval lets busy
+# processes take the lock again and again ahead of a waiter (issue 13: 16 x 50
+# hooks under heavy load lost some to 30 s waits with the default 50 ms).
+LOCK_TIMEOUT_S = 50.0
+LOCK_POLL_S = 0.005
 # From this many files to hash, one pack beats one loose object per file.
 BULK_MIN_FILES = 64
 BULK_MAX_FILE_BYTES = 32 * 1024 * 1024
@@ -138,9 +143,7 @@ class Store:
     def locked(self) -> filelock.FileLock:
         """The store's lock. flock-based, so a killed holder never leaves it stuck."""
         if self._lock is None:
-            import filelock
-
-            self._lock = filelock.FileLock(str(self.root / "lock"), timeout=LOCK_TIMEOUT_S)
+            self._lock = file_lock(self.root / "lock", timeout=LOCK_TIMEOUT_S)
         return self._lock
 
     def _init_repo(self) -> None:
@@ -748,3 +751,18 @@ def _stat_key(path: str) -> tuple[int, int, int, int] | None:
     except OSError:
         return None
     return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+
+def file_lock(path: Path, timeout: float) -> filelock.FileLock:
+    """An flock-based lock (a killed holder never leaves it stuck), polled often.
+
+    Where ``flock`` does not exist (Windows), filelock falls back to a lock
+    file of its own; its warning about that is ours to handle, not the user's.
+    """
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import filelock
+
+    return filelock.FileLock(str(path), timeout=timeout, poll_interval=LOCK_POLL_S)

@@ -140,3 +140,24 @@ def test_long_walks_show_a_live_count_only_on_a_terminal(repo: Path) -> None:
     assert code == 0 and re.search(r"\d+ files", tty), f"no live count on the terminal: {tty!r}"
     piped = sn("capture", "-C", repo, env=env)
     assert "files" not in piped.stderr, "nothing when stderr is not a terminal"
+
+
+def test_gc_speaks_human_sizes_and_its_dry_run_estimates_what_it_frees(repo: Path) -> None:
+    for i in range(3):  # captures no checkpoint keeps: their blobs are garbage
+        write(repo, "big.txt", f"version {i}\n" * 20_000)
+        assert sn("capture", "-C", repo).returncode == 0
+    dry = sn("gc", "-C", repo, "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    estimate = re.search(r"would free about (\d+(?:\.\d)?) (bytes|KiB|MiB)", dry.stdout)
+    assert estimate and float(estimate.group(1)) > 0, dry.stdout
+    done = sn("gc", "-C", repo)
+    assert re.search(r"freed \d+(\.\d)? (KiB|MiB)", done.stdout), done.stdout
+
+
+def test_bad_hook_input_names_the_field(repo: Path, data_dir: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "snapshotter", "hook"], text=True,
+                          input=json.dumps({"session_id": 5, "cwd": str(repo),
+                                            "hook_event_name": "turn_end"}),
+                          capture_output=True, check=False, timeout=120)
+    assert done.returncode == 0
+    assert "session_id: Input should be a valid string" in done.stderr, done.stderr

@@ -13,6 +13,7 @@ import random
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -834,7 +835,11 @@ def test_session_end_runs_a_bounded_gc(
         before = disk_state(root)
         builtin.handle(hook(root, "s", "turn_start"), [])
         for i in range(30):
-            write(root, f"many/t{turn}/f{i:02}.txt", f"turn {turn} file {i}\n")
+            path = write(root, f"many/t{turn}/f{i:02}.txt", f"turn {turn} file {i}\n")
+            # Not "racily clean": a file this fresh is hashed again by the next capture,
+            # and three turns of those (>= 64 files) would go to a pack, not loose.
+            old = time.time() - 5
+            os.utime(path, (old, old))
         cp = builtin.handle(hook(root, "s", "turn_end"), [])
         assert cp is not None, "the turn recorded"
         steps.append(Step("s", cp.id, before, disk_state(root)))

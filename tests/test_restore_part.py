@@ -18,8 +18,11 @@ def test_restore_one_file_of_a_turn_and_redo_it(repo: Path) -> None:
     assert "redo" in done.stdout
     (cp,) = json.loads(sn("list", "--json", cwd=repo).stdout)
     assert not cp["undone"], "only part of it moved: the checkpoint stays active"
-    assert sn("redo", cwd=repo).returncode == 0
+    redone = sn("redo", cwd=repo)
+    assert redone.returncode == 0 and redone.stdout.startswith("redid checkpoint 1:"), redone
     assert (repo / "src/app.py").read_text() == "print('agent')\n", "redo puts it back"
+    (cp,) = json.loads(sn("list", "--json", cwd=repo).stdout)
+    assert not cp["undone"], "and the checkpoint is still active"
 
 
 def test_a_directory_takes_its_files_and_paths_are_relative_to_here(repo: Path) -> None:
@@ -39,6 +42,7 @@ def test_restore_refuses_later_edits_unless_forced_and_after_goes_forward(repo: 
     assert refused.returncode == 4 and "src/app.py" in refused.stderr, refused.stderr
     dry = sn("restore", "1", "--force", "--dry-run", "src/app.py", cwd=repo)
     assert dry.stdout.startswith("would restore checkpoint 1: 1 would restore"), dry.stdout
+    assert "  would restore src/app.py" in dry.stdout, "each line says what would happen"
     assert sn("restore", "1", "--force", "src/app.py", cwd=repo).returncode == 0
     assert (repo / "src/app.py").read_text() == "print('hi')\n"
     forward = sn("restore", "1", "--after", "src/app.py", cwd=repo)

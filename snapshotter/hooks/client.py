@@ -27,7 +27,20 @@ GO = b"go\n"
 
 
 def enabled() -> bool:
-    return os.environ.get("SNAPSHOTTER_HOOK_SERVER", "1") != "0"
+    """Whether to use the resident server: asked for, and this platform can run one.
+
+    It needs Unix sockets, user ids and ``flock``; without them (Windows) every
+    event is handled in its own process, which works the same, only slower.
+    """
+    if os.environ.get("SNAPSHOTTER_HOOK_SERVER", "1") == "0":
+        return False
+    if not (hasattr(_socket, "AF_UNIX") and hasattr(os, "getuid")):
+        return False
+    try:
+        import fcntl  # noqa: F401 - the server's lock
+    except ImportError:
+        return False
+    return True
 
 
 def data_dir_arg(data_dir: str | os.PathLike[str] | None) -> str:

@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import BinaryIO
 
+    from pydantic import ValidationError
+
 MAX_INPUT_BYTES = 64 * 1024 * 1024
 
 
@@ -112,7 +114,15 @@ def _handle(raw: bytes, data_dir: Path, args: list[str]) -> None:
     try:
         hook_input = HookInput.model_validate(data)
     except ValidationError as exc:
-        raise BadInput(f"hook input has wrong types: {exc.error_count()} errors") from exc
+        raise BadInput(f"hook input has wrong types: {_fields(exc)}") from exc
     if hook_input.event not in SNAPSHOT_EVENTS:
         return
     SnapshotBuiltin(data_dir_path=data_dir).handle(hook_input, args)
+
+
+def _fields(exc: ValidationError) -> str:
+    """``session_id: Input should be a valid string; cwd: ...`` (the first three)."""
+    found = [f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']}"
+             for e in exc.errors()[:3]]
+    more = exc.error_count() - len(found)
+    return "; ".join(found) + (f" (and {more} more)" if more > 0 else "")
