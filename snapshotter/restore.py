@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from snapshotter import progress
 from snapshotter.errors import UnsafePath
 from snapshotter.fileio import TEMP_PREFIX
 from snapshotter.scan import MODE_EXEC, MODE_LINK, git_mode
@@ -96,6 +97,7 @@ def restore(
     writes = sorted((r for r, t in targets.items() if t is not None), key=_depth)
     for rel in [*removals, *writes]:
         target = targets[rel]
+        progress.tick()
         try:
             if safety is not None and _changed_since(store, root, rel, target, safety):
                 result.kept.append(rel)

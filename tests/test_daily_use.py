@@ -161,3 +161,16 @@ def test_bad_hook_input_names_the_field(repo: Path, data_dir: Path) -> None:
                           capture_output=True, check=False, timeout=120)
     assert done.returncode == 0
     assert "session_id: Input should be a valid string" in done.stderr, done.stderr
+
+
+def test_undo_of_many_files_shows_a_live_count_on_a_terminal(repo: Path) -> None:
+    turn(repo, "s", {f"many/f{i:03}.txt": f"{i}\n" for i in range(200)})
+    code, tty = on_a_terminal(["undo", "-C", str(repo)], {"SNAPSHOTTER_PROGRESS_AFTER_S": "0"})
+    assert code == 0 and re.search(r"\d+ files", tty), f"no live count: {tty!r}"
+    assert not (repo / "many").exists()
+
+
+def test_reset_to_an_unknown_checkpoint_hints_list_all(repo: Path) -> None:
+    turn(repo, "s", {"a.txt": "a\n"})
+    done = sn("reset", "99", "-C", repo)
+    assert done.returncode == 1 and "list --all" in done.stderr, done.stderr
