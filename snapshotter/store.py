@@ -90,6 +90,8 @@ class _Watched:
 
 @dataclass
 class Capture:
+    """One snapshot: its tree id, and the files left out of it (with why)."""
+
     tree: str
     skipped: dict[str, Skip] = field(default_factory=dict)
     started: int = 0  # time.time_ns() before the walk: what predates it was there before
