@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from snapshotter import manifest as manifest_io
-from snapshotter import packwriter
+from snapshotter import packwriter, session_scope
 from snapshotter.engine import Engine
 from snapshotter.errors import StoreError
 from snapshotter.packwriter import clean_pack_dir
@@ -567,6 +567,8 @@ def drop_orphan_stores(data_dir: Path, max_age_days: float, *, dry_run: bool = F
             continue
         if dry_run or _drop_store(root):
             dropped.append(root)
+    if not dry_run:  # where each session works: idle records go with the same age
+        session_scope.forget_older_than(data_dir, max_age_days * 86400, time.time())
     return dropped
 
 

@@ -258,3 +258,16 @@ def test_failed_tools_end_their_span(repo: Path, data_dir: Path) -> None:
         ("cc", "Bash", {"build.txt": "added"}),
         ("da", "shell", {"src/app.py": "modified"}),
     ]
+
+
+def test_gc_all_forgets_where_idle_sessions_worked(repo: Path, data_dir: Path) -> None:
+    hook(data_dir, {"session_id": "old", "cwd": str(repo), "hook_event_name": "turn_start"})
+    hook(data_dir, {"session_id": "new", "cwd": str(repo), "hook_event_name": "turn_start"})
+    records = sorted((data_dir / "sessions").iterdir())
+    assert len(records) == 2, "each session's first event recorded where it works"
+    old = next(r for r in records if json.loads(r.read_text())["session_id"] == "old")
+    os.utime(old, (0, 0))  # idle since 1970
+    done = cli(data_dir, repo, "gc", "--all", "--max-age-days", "30")
+    assert done.returncode == 0, done.stderr
+    left = [json.loads(r.read_text())["session_id"] for r in (data_dir / "sessions").iterdir()]
+    assert left == ["new"], f"only the idle session's record goes: {left}"
