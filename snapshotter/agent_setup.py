@@ -65,6 +65,23 @@ def is_ours(command: object) -> bool:
     return len(words) >= 2 and os.path.basename(words[0]) == "snapshotter" and words[1] == "hook"
 
 
+def hook_command() -> str:
+    """``snapshotter hook``, or this script's full path when ``snapshotter`` is not on PATH.
+
+    An agent runs the hook through its own PATH: a command it cannot find
+    fails every event, and in docker-agent a failing pre_tool_use blocks the tool.
+    """
+    import shutil
+    import sys
+
+    if shutil.which("snapshotter"):
+        return HOOK_COMMAND
+    script = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    if os.path.basename(script) == "snapshotter" and os.access(script, os.X_OK):
+        return f"{shlex.quote(script)} hook"
+    return HOOK_COMMAND
+
+
 def _timeout(event: str) -> int:
     return SESSION_END_TIMEOUT_S if event.lower().replace("_", "") == "sessionend" else TIMEOUT_S
 

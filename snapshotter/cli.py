@@ -474,15 +474,17 @@ def init(agent: str, agent_file: str | None, directory: str, global_: bool,
     """
     from snapshotter import agent_setup
 
+    command = agent_setup.hook_command()
     if agent == "claude-code":
         folder = Path.home() if global_ else _project_dir(directory)
         setup = agent_setup.setup_claude(agent_setup.claude_settings_path(folder),
-                                         dry_run=dry_run)
+                                         dry_run=dry_run, command=command)
     elif agent_file is None:
-        click.echo(agent_setup.docker_agent_block(), nl=False)
+        click.echo(agent_setup.docker_agent_block(command=command), nl=False)
         return
     else:
-        setup = agent_setup.setup_docker_agent(Path(agent_file), agent_name, dry_run=dry_run)
+        setup = agent_setup.setup_docker_agent(Path(agent_file), agent_name, dry_run=dry_run,
+                                               command=command)
     if dry_run:
         click.echo(setup.text, nl=False)
     elif not setup.changed:

@@ -163,3 +163,24 @@ def test_docker_agent_init_prints_the_block_and_refuses_to_guess(tmp_path: Path,
     assert agent.read_text() == text
     missing = run("init", "docker-agent", str(agent), "--agent", "nope")
     assert missing.exit_code == 1 and "no agent 'nope'" in missing.err
+
+
+def test_init_names_the_script_by_path_when_it_is_not_on_path(repo: Path) -> None:
+    """An agent runs hooks through its own PATH: a command it cannot find fails every event."""
+    import os
+    import subprocess
+    import sys
+
+    script = Path(sys.executable).parent / "snapshotter"
+    done = subprocess.run([str(script), "init", "claude-code", "-C", str(repo), "--dry-run"],
+                          capture_output=True, text=True, check=False, timeout=120,
+                          env={**os.environ, "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    hooks = json.loads(done.stdout)["hooks"]
+    (hook,) = ours_by_name(hooks, "Stop")
+    assert hook["command"] == f"{script} hook", hook
+
+
+def ours_by_name(hooks: dict[str, Any], event: str) -> list[dict[str, Any]]:
+    return [h for g in hooks.get(event, []) for h in g.get("hooks", [])
+            if str(h.get("command", "")).endswith("snapshotter hook")]
