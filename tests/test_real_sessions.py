@@ -22,10 +22,11 @@ from snapshotter.logfile import log_path
 TRANSCRIPT = "/home/u/.claude/projects/-repo/t.jsonl"
 
 
-def hook(data_dir: Path, event: dict[str, Any], env: dict[str, str] | None = None) -> None:
+def hook(data_dir: Path, event: dict[str, Any], env: dict[str, str] | None = None,
+         *args: str) -> None:
     """One event through `snapshotter hook`, in the event's cwd; it must exit 0 quietly."""
     done = subprocess.run(
-        [sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), "hook"],
+        [sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), "hook", *args],
         input=json.dumps(event).encode(), capture_output=True, check=False, timeout=120,
         cwd=event["cwd"], env={**os.environ, **(env or {})},
     )
@@ -271,3 +272,32 @@ def test_gc_all_forgets_where_idle_sessions_worked(repo: Path, data_dir: Path) -
     assert done.returncode == 0, done.stderr
     left = [json.loads(r.read_text())["session_id"] for r in (data_dir / "sessions").iterdir()]
     assert left == ["new"], f"only the idle session's record goes: {left}"
+
+
+# -- 4. never on the runtime's clock -------------------------------------------------
+
+
+def test_session_end_leaves_gc_to_a_process_of_its_own(repo: Path, data_dir: Path) -> None:
+    """The retention gc applies must not run inside the session_end hook (issue 11.4).
+
+    A gc already holding the store's gc lock makes the detached one give up, so
+    whatever the hook itself did is all that happened when it returns.
+    """
+    import time
+
+    import filelock
+
+    for i in range(3):
+        hook(data_dir, {"session_id": "s", "cwd": str(repo), "hook_event_name": "turn_start"})
+        write(repo, f"t{i}.txt", f"turn {i}\n")
+        hook(data_dir, {"session_id": "s", "cwd": str(repo), "hook_event_name": "turn_end"})
+    (store,) = (p.parent for p in (data_dir / "snapshot").glob("*/git"))
+    end = {"session_id": "s", "cwd": str(repo), "hook_event_name": "SessionEnd"}
+    with filelock.FileLock(str(store / "gc.lock"), timeout=30):
+        hook(data_dir, end, None, "--arg", "max_checkpoints=1")
+        assert len(listed(data_dir, repo)) == 3, "the hook returned before any retention ran"
+    hook(data_dir, end, None, "--arg", "max_checkpoints=1")
+    deadline = time.monotonic() + 120
+    while len(listed(data_dir, repo)) != 1 and time.monotonic() < deadline:
+        time.sleep(0.2)  # the detached gc works after the hook has returned
+    assert len(listed(data_dir, repo)) == 1, "the detached gc applied max_checkpoints=1"
