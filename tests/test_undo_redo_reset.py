@@ -508,3 +508,25 @@ def test_a_redo_is_not_claimed_by_a_later_unpaired_tool(tmp_path: Path, data_dir
     assert cp is not None and [f.path for f in cp.files] == ["b.txt"], (
         f"the redo is nobody's change; only the tool's file is recorded: {cp}"
     )
+
+
+def test_the_file_cap_never_blocks_the_way_back(repo: Path, data_dir: Path) -> None:
+    """Recorded with a raised cap (--arg max_files), undone where the default cap is lower."""
+    from snapshotter import history
+    from snapshotter.engine import Engine
+    from snapshotter.hooks.builtin import SnapshotBuiltin
+    from snapshotter.hooks.events import HookInput
+
+    for i in range(20):
+        write(repo, f"many/f{i}.txt", f"{i}\n")
+    builtin = SnapshotBuiltin(data_dir_path=data_dir)
+    event = {"session_id": "s", "cwd": str(repo)}
+    builtin.handle(HookInput(**event, hook_event_name="turn_start"), ["max_files=1000"])
+    write(repo, "src/app.py", "print('agent')\n")
+    cp = builtin.handle(HookInput(**event, hook_event_name="turn_end"), ["max_files=1000"])
+    assert cp is not None
+    capped = Engine.open(repo, data_dir_path=data_dir, max_files=5)  # below this tree's size
+    report = history.undo_last(capped, "s")
+    assert report.restored == ["src/app.py"], report
+    assert history.redo(capped, "s").restored == ["src/app.py"]
+    assert (repo / "src/app.py").read_text() == "print('agent')\n"
