@@ -76,8 +76,10 @@ def restore_options(fn: Callable[..., None]) -> Callable[..., None]:
     return fn
 
 
-max_files_option = click.option("--max-files", type=int, default=200_000, show_default=True,
-                                help="Refuse worktrees with more files than this.")
+max_files_option = click.option(
+    "--max-files", type=int, default=None, metavar="N",
+    help="Refuse worktrees with more files than N. Without it there is no cap, but a home "
+         "directory, or far more untracked files than tracked ones, is refused.")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -9,9 +9,10 @@ from pathlib import Path
 from snapshotter.errors import BadInput
 
 DEFAULT_MAX_NEW_FILE_SIZE = 2 * 1024 * 1024
-# A worktree with more files than this is refused with a clear error rather
-# than walked for minutes (a git repository at $HOME with untracked dotfiles).
-DEFAULT_MAX_FILES = 200_000
+# No cap on a worktree's files by default: Chromium-sized trees are projects
+# too. A home directory captured by mistake is refused another way (scan.py's
+# guard); an explicit cap replaces that guard.
+DEFAULT_MAX_FILES: int | None = None
 _UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 1000**2, "mb": 1000**2,
           "mib": 1024**2, "g": 1000**3, "gb": 1000**3, "gib": 1024**3}
 

@@ -34,8 +34,11 @@ class Engine:
         store: Store,
         max_new_file_size: int = DEFAULT_MAX_NEW_FILE_SIZE,
         max_files: int | None = DEFAULT_MAX_FILES,
+        *,
+        guard: bool = True,
     ) -> None:
         self.worktree = worktree
+        self.guard = guard  # refuse a home directory (scan.py); off for restores
         self.store = store
         self.max_new_file_size = max_new_file_size
         self.max_files = max_files
@@ -95,7 +98,7 @@ class Engine:
             return self
         worktree = dataclasses.replace(self.worktree, scope=scope)
         store = Store(self.store.root, worktree, lock=self.store.locked())
-        return Engine(worktree, store, self.max_new_file_size, self.max_files)
+        return Engine(worktree, store, self.max_new_file_size, self.max_files, guard=self.guard)
 
     @property
     def root(self) -> Path:
@@ -108,7 +111,8 @@ class Engine:
 
     def capture(self) -> Capture:
         """Snapshot the worktree now: its tree id, and the files it had to skip."""
-        return self.store.capture(self.max_new_file_size, self._excluded, self.max_files)
+        return self.store.capture(self.max_new_file_size, self._excluded, self.max_files,
+                                  self.guard)
 
     def changes(self, before: str, after: str | None = None) -> list[FileChange]:
         """Changed files in scope from ``before`` to ``after`` (default: now)."""

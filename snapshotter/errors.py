@@ -41,6 +41,27 @@ class TooManyFiles(CaptureFailed):
         self.limit = limit
 
 
+class NotAProject(CaptureFailed):
+    """Refused: a home directory, or far more untracked files than tracked ones.
+
+    Walking and copying such a tree by mistake would take minutes and gigabytes;
+    an explicit file cap says the user means it.
+    """
+
+    def __init__(self, why: str) -> None:
+        super().__init__(
+            f"{why}: is this the right directory? Run inside a project, or snapshot it "
+            "anyway with a file cap (--max-files N; hooks: --arg max_files=N)"
+        )
+
+
+class Refused(CaptureFailed):
+    """A capture refused lately, refused again without a walk: nothing changed since."""
+
+    def __init__(self, message: str) -> None:
+        SnapshotterError.__init__(self, f"{message} (refused before; nothing changed since)")
+
+
 class UnsafePath(SnapshotterError):
     """A restore would have written outside the worktree."""
 

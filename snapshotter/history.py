@@ -295,12 +295,14 @@ def _plan(engine: Engine, steps: list[tuple[str, list[str]]]) -> RestoreResult:
 def _unscoped(engine: Engine) -> Engine:
     """The same store over the whole worktree, with no cap on its number of files.
 
-    A safety capture must see every path; and the file cap guards first
-    captures of the wrong directory, never the way back from checkpoints that
-    exist (recorded, say, with ``--arg max_files`` above the CLI's default).
+    A safety capture must see every path; and the file cap and the home
+    directory guard protect first captures of the wrong directory, never the
+    way back from checkpoints that exist (recorded, say, with ``--arg
+    max_files`` where the CLI has no such cap).
     """
     whole = engine.with_scope("")
-    return Engine(whole.worktree, whole.store, whole.max_new_file_size, max_files=None)
+    return Engine(whole.worktree, whole.store, whole.max_new_file_size, max_files=None,
+                  guard=False)
 
 
 def _report(state: State, ids: list[int], result: RestoreResult,

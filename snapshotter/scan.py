@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from snapshotter import progress
-from snapshotter.errors import TooManyFiles
+from snapshotter.errors import NotAProject, TooManyFiles
 from snapshotter.ignore import IgnoreRules
+from snapshotter.names import display
 from snapshotter.worktree import (
     RepoContext,
     Worktree,
@@ -24,6 +25,12 @@ from snapshotter.worktree import (
     nested_context,
     top_context,
 )
+
+# Without an explicit file cap, a walk that finds this many untracked files,
+# and UNTRACKED_RATIO times more than the index tracks, is a home directory or
+# a dump, not a project (issue 16: a cap of 200,000 refused Chromium instead).
+UNTRACKED_GUARD = 100_000
+UNTRACKED_RATIO = 10
 
 MODE_FILE = 0o100644
 MODE_EXEC = 0o100755
@@ -77,6 +84,7 @@ def scan(
     index_cache: Path | None = None,
     max_files: int | None = None,
     on_dir: Callable[[str], None] | None = None,
+    guard: bool = True,
 ) -> ScanResult:
     """Every path of ``tree.scope`` a snapshot holds.
 
@@ -88,9 +96,13 @@ def scan(
     every directory whose listing or ``.gitignore`` the result depends on,
     before it is read (the watcher starts watching there).
     """
+    guard = guard and max_files is None  # an explicit cap says the user means this tree
+    if guard and tree.root == Path.home().resolve():
+        raise NotAProject(f"{display(str(tree.root))} is your home directory")
     walker = _Walker(tree, previous, max_new_file_size, excluded)
     walker.index_cache = index_cache
     walker.max_files = max_files
+    walker.guard = guard
     walker.on_dir = on_dir
     start = walker.start_dir()
     if start is not None:
@@ -181,10 +193,14 @@ class _Walker:
         self.index_cache: Path | None = None
         self.max_files: int | None = None
         self.on_dir: Callable[[str], None] | None = None
+        self.guard = False  # refuse what looks like a home directory (see scan)
+        self.untracked = 0  # untracked files kept so far (the guard's count)
+        self.tracked_total = 0  # what the top repository's index tracks
 
     def start_dir(self) -> _Dir | None:
         """The scope's directory, with the rules of every directory above it."""
         ctx = top_context(self.tree, global_rules(self.tree), self.index_cache)
+        self.tracked_total = len(ctx.tracked.modes)
         current = _Dir("", ctx, ctx.rules, False)
         if not self.tree.scope:
             return current
@@ -307,6 +323,16 @@ class _Walker:
             self.result.linked.add(rel)
         if self.max_files is not None and len(self.result.entries) > self.max_files:
             raise TooManyFiles(self.max_files)
+        if not tracked:
+            self.untracked += 1
+            if self.guard and self.untracked % 1000 == 0:
+                self._guard()
+
+    def _guard(self) -> None:
+        if (self.untracked >= UNTRACKED_GUARD
+                and self.untracked > UNTRACKED_RATIO * self.tracked_total):
+            raise NotAProject(f"{display(self.root)} holds over {self.untracked:,} untracked "
+                              f"files against {self.tracked_total:,} tracked ones")
 
     def _skip(self, rel: str, reason: str) -> None:
         self.result.skipped[rel] = Skip(rel, reason)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import stat
 import time
@@ -20,8 +21,8 @@ from typing import TYPE_CHECKING
 
 from snapshotter import manifest as manifest_io
 from snapshotter import packwriter, treebuild, watch
-from snapshotter.errors import CaptureFailed, StoreError
-from snapshotter.fileio import remove_temp_files
+from snapshotter.errors import CaptureFailed, NotAProject, Refused, StoreError, TooManyFiles
+from snapshotter.fileio import remove_temp_files, write_atomic
 from snapshotter.ignore import global_excludes_file
 from snapshotter.scan import MODE_FILE, MODE_LINK, ScanResult, Skip, Stat, git_mode, rescan, scan
 from snapshotter.worktree import Worktree, config_files, config_value
@@ -34,6 +35,9 @@ if TYPE_CHECKING:
 # its mtime moving (the kernel's clock is coarse), so its stat data is not
 # trusted next time: the "racy git" problem, solved the way git solves it.
 RACY_WINDOW_NS = 50_000_000
+# A refused capture is remembered this long, while nothing it depends on changes.
+REFUSED = "refused.json"
+REFUSAL_TTL_S = 3600.0
 # A hook waits this long for the store lock (inside docker-agent's 60 s hook
 # timeout), polling often: filelock polls, so a long interval lets busy
 # processes take the lock again and again ahead of a waiter (issue 13: 16 x 50
@@ -176,20 +180,63 @@ class Store:
     # -- capture ---------------------------------------------------------
 
     def capture(
-        self, max_new_file_size: int, excluded: frozenset[str], max_files: int | None = None
+        self, max_new_file_size: int, excluded: frozenset[str], max_files: int | None = None,
+        guard: bool = True,
     ) -> Capture:
-        """Snapshot the worktree's scope; raises CaptureFailed rather than go stale."""
+        """Snapshot the worktree's scope; raises CaptureFailed rather than go stale.
+
+        ``guard`` refuses what looks like a home directory (scan.py); a
+        restore's safety capture turns it off: the way back is never refused.
+        """
         import pygit2
 
         with self.locked():
+            if guard:
+                self._refused_before(max_files)
             try:
-                return self._capture(max_new_file_size, excluded, max_files)
+                capture = self._capture(max_new_file_size, excluded, max_files, guard)
+            except (NotAProject, TooManyFiles) as exc:
+                self._remember_refusal(str(exc), max_files)
+                raise
             except pygit2.GitError as exc:
                 raise CaptureFailed(str(exc)) from exc
             except OSError as exc:
                 raise CaptureFailed(f"{exc.strerror or exc}: {exc.filename or ''}") from exc
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.root / REFUSED)  # a refusal is over once a capture went through
+            return capture
 
-    def _capture(self, limit: int, excluded: frozenset[str], max_files: int | None) -> Capture:
+    def _refusal_key(self, max_files: int | None) -> list[object]:
+        """What a refusal depends on: the cap, the top directory and the source index."""
+        key: list[object] = [max_files]
+        for path in (self.worktree.root, self.worktree.git_dir / "index"):
+            try:
+                st = os.stat(path)
+                key += [st.st_mtime_ns, st.st_ino, st.st_size]
+            except OSError:
+                key.append(None)
+        return key
+
+    def _refused_before(self, max_files: int | None) -> None:
+        """Refuse at once what was refused lately and has not changed since.
+
+        A refused worktree cost a full walk (seconds) on every hook event.
+        """
+        try:
+            data = json.loads((self.root / REFUSED).read_bytes())
+        except (OSError, ValueError):
+            return
+        if (isinstance(data, dict) and data.get("key") == self._refusal_key(max_files)
+                and time.time() - float(data.get("at", 0)) < REFUSAL_TTL_S):
+            raise Refused(str(data.get("why", "refused")))
+
+    def _remember_refusal(self, why: str, max_files: int | None) -> None:
+        record = {"why": why, "key": self._refusal_key(max_files), "at": time.time()}
+        with contextlib.suppress(OSError):
+            write_atomic(self.root / REFUSED, json.dumps(record).encode())
+
+    def _capture(self, limit: int, excluded: frozenset[str], max_files: int | None,
+                 guard: bool = True) -> Capture:
         # A killed restore's temp files are not special here (#13.4: a user's file
         # may look like one): the journal names them and recovery removes them.
         key = (self.worktree.scope, limit, excluded, max_files)
@@ -200,7 +247,7 @@ class Store:
             return Capture(watched.last.tree, dict(watched.last.scan.skipped), started)
         manifest_path = self.root / "manifest"
         old = manifest_io.load(manifest_path)
-        result = self._walk(watched, old, limit, excluded, max_files)
+        result = self._walk(watched, old, limit, excluded, max_files, guard)
         entries: dict[str, manifest_io.Entry] = {}
         changed: dict[str, manifest_io.Entry] = {}
         stale = []
@@ -260,7 +307,7 @@ class Store:
         return _Watched(watcher, None, files, _signature(files))  # stat data before the walk
 
     def _walk(self, watched: _Watched | None, old: manifest_io.Manifest, limit: int,
-              excluded: frozenset[str], max_files: int | None) -> ScanResult:
+              excluded: frozenset[str], max_files: int | None, guard: bool) -> ScanResult:
         """Only the directories the watcher saw change, if it can say; else everything."""
         on_dir = watched.watcher.watch_dir if watched is not None else None
         if watched is not None and watched.last is not None:
@@ -272,7 +319,7 @@ class Store:
                 return result
         return scan(self.worktree, previous=old.entries, max_new_file_size=limit,
                     excluded=excluded, index_cache=self.root / "source-index.cache",
-                    max_files=max_files, on_dir=on_dir)
+                    max_files=max_files, on_dir=on_dir, guard=guard)
 
     def _many_ids(self, stale: Sequence[tuple[str, Stat, object]],
                   scanned: Collection[str]) -> dict[str, bytes]:

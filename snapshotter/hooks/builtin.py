@@ -75,7 +75,8 @@ class SnapshotBuiltin:
             raise BadInput("hook input needs session_id and cwd")
         options = parse_args(args)
         limit = parse_size(options.get("max_new_file_size", self.max_new_file_size))
-        max_files = _int_option(options, "max_files", DEFAULT_MAX_FILES)
+        max_files = (_int_option(options, "max_files") if "max_files" in options
+                     else DEFAULT_MAX_FILES)
         # The session's first event fixes where it works (agents ``cd``; SPEC §3).
         session = hook_input.session_id
         kept = session_scope.kept_dir(self.data_dir, session)
@@ -107,9 +108,9 @@ def worktree_paths(root: Path, paths: list[str]) -> list[str]:
     return found
 
 
-def _int_option(options: dict[str, str], key: str, default: int) -> int:
+def _int_option(options: dict[str, str], key: str) -> int:
     try:
-        return int(options.get(key, default))
+        return int(options[key])
     except ValueError as exc:
         raise BadInput(f"snapshot builtin arg {key} must be a whole number") from exc
 
