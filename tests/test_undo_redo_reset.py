@@ -520,10 +520,13 @@ def test_the_file_cap_never_blocks_the_way_back(repo: Path, data_dir: Path) -> N
     for i in range(20):
         write(repo, f"many/f{i}.txt", f"{i}\n")
     builtin = SnapshotBuiltin(data_dir_path=data_dir)
-    event = {"session_id": "s", "cwd": str(repo)}
-    builtin.handle(HookInput(**event, hook_event_name="turn_start"), ["max_files=1000"])
+
+    def event(name: str) -> HookInput:
+        return HookInput(session_id="s", cwd=str(repo), hook_event_name=name)
+
+    builtin.handle(event("turn_start"), ["max_files=1000"])
     write(repo, "src/app.py", "print('agent')\n")
-    cp = builtin.handle(HookInput(**event, hook_event_name="turn_end"), ["max_files=1000"])
+    cp = builtin.handle(event("turn_end"), ["max_files=1000"])
     assert cp is not None
     capped = Engine.open(repo, data_dir_path=data_dir, max_files=5)  # below this tree's size
     report = history.undo_last(capped, "s")
