@@ -34,7 +34,7 @@ import subprocess
 import sys
 import time
 import zlib
-from collections import Counter
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -418,7 +418,8 @@ def test_11_killed_at_any_instant_leaves_a_consistent_store(
     assert engine is not None
     store = engine.store.root
     zygote = Zygote(root, data_dir, tmp_path / "zygote.err")
-    killed, completed, seen, spent = Counter[str](), Counter[str](), Counter[str](), Counter[str]()
+    killed, completed, seen = Counter[str](), Counter[str](), Counter[str]()
+    spent: defaultdict[str, float] = defaultdict(float)
     lost: list[int] = []  # bytes lost per checked undo
     problems: list[str] = []
     try:
