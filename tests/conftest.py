@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import pwd
 import shutil
+import signal
 import subprocess
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 import pygit2
@@ -22,19 +26,177 @@ GIT_ENV = {
 }
 
 
+# The real directories a test must never write into, taken before any test
+# changes the environment: the default data directory and the hook servers'
+# runtime directory (``$XDG_RUNTIME_DIR/snapshotter``, else ``/tmp/snapshotter-<uid>``).
+REAL_HOME = Path(pwd.getpwuid(os.getuid()).pw_dir)
+REAL_DATA_DIR = (
+    Path(os.environ.get("XDG_DATA_HOME") or REAL_HOME / ".local" / "share") / "snapshotter"
+)
+REAL_RUNTIME_DIRS = sorted({
+    Path(os.environ["XDG_RUNTIME_DIR"]) / "snapshotter" if os.environ.get("XDG_RUNTIME_DIR")
+    else Path(f"/tmp/snapshotter-{os.getuid()}"),
+    Path(f"/run/user/{os.getuid()}/snapshotter"),
+    Path(f"/tmp/snapshotter-{os.getuid()}"),
+})
+SERVER_MODULE = "snapshotter.hooks.server"
+
+
+def tree_state(root: Path, depth: int = 4) -> dict[str, tuple[bool, int, int]]:
+    """Every entry under ``root`` (to ``depth`` levels, root included): kind, size, mtime."""
+    found: dict[str, tuple[bool, int, int]] = {}
+    stack = [(root, 0)]
+    while stack:
+        path, level = stack.pop()
+        try:
+            st = path.lstat()
+        except OSError:
+            continue
+        is_dir = path.is_dir() and not path.is_symlink()
+        found[str(path.relative_to(root))] = (is_dir, st.st_size, st.st_mtime_ns)
+        if is_dir and level < depth:
+            with contextlib.suppress(OSError):
+                stack.extend((child, level + 1) for child in path.iterdir())
+    return found
+
+
+def hook_servers() -> dict[int, tuple[Path, str]]:
+    """Live hook servers on this machine: pid -> (socket path, the server's HOME)."""
+    found: dict[int, tuple[Path, str]] = {}
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return found
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            if SERVER_MODULE.encode() not in argv:
+                continue
+            environ = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue  # gone, or not ours to read
+        home = next((v[5:] for v in environ if v.startswith(b"HOME=")), b"")
+        sock = argv[argv.index(SERVER_MODULE.encode()) + 1]  # the server's one argument
+        found[int(entry.name)] = (Path(os.fsdecode(sock)), os.fsdecode(home))
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie (exited, not yet reaped by its parent) is not running.
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][:1] != "Z"
+    return True
+
+
+def stop_servers_of(home: Path) -> list[str]:
+    """Stop every hook server started under this test's HOME; what went wrong, if anything.
+
+    A server a test starts must not outlive it (it would hold files of a
+    deleted tmp dir and answer the next test's hooks): each is asked to stop
+    over its socket (SIGTERM without one) and waited for.
+    """
+    from snapshotter.hooks import client
+
+    problems: list[str] = []
+    deadline = time.monotonic() + 60
+    asked: set[int] = set()
+    while True:
+        ours = {pid: sock for pid, (sock, h) in hook_servers().items() if h == str(home)}
+        ours = {pid: sock for pid, sock in ours.items() if alive(pid)}
+        if not ours:
+            return problems
+        for pid, sock in ours.items():
+            if pid in asked:
+                continue
+            asked.add(pid)
+            if any(sock.is_relative_to(real) for real in REAL_RUNTIME_DIRS):
+                problems.append(f"a hook server of this test used {sock}, in the real "
+                                "runtime directory")
+            try:
+                client.stop(sock)
+            except OSError:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGTERM)
+        if time.monotonic() > deadline:
+            for pid, sock in ours.items():
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+                problems.append(f"hook server {pid} ({sock}) did not stop when asked")
+            return problems
+        time.sleep(0.05)
+
+
+def foreign_server_files(real: Path) -> set[str]:
+    """Names in the real runtime dir that live hook servers of other HOMEs own."""
+    owned: set[str] = set()
+    for sock, _home in hook_servers().values():
+        if sock.parent == real:
+            owned |= {sock.name, sock.name + ".lock"}
+    return owned
+
+
+RealState = tuple[dict[str, tuple[bool, int, int]], dict[Path, dict[str, tuple[bool, int, int]]]]
+
+
+def real_state() -> RealState:
+    return tree_state(REAL_DATA_DIR), {d: tree_state(d, depth=1) for d in REAL_RUNTIME_DIRS}
+
+
+def writes_into_real_dirs(before: RealState) -> list[str]:
+    """What changed in the real data and runtime directories since ``before``."""
+    problems = []
+    if tree_state(REAL_DATA_DIR) != before[0]:
+        problems.append(f"the test wrote into the real data directory {REAL_DATA_DIR}")
+    for real, listed in before[1].items():
+        after = tree_state(real, depth=1)
+        # Other programs of this account may run hook servers meanwhile: their
+        # sockets are not this test's doing. A new or changed entry is.
+        foreign = foreign_server_files(real)
+        changed = sorted(name for name, state in after.items()
+                         if name != "." and listed.get(name) != state and name not in foreign)
+        if changed:
+            problems.append(f"the test wrote into the real runtime directory {real}: {changed}")
+    return problems
+
+
+@pytest.fixture(scope="session", autouse=True)
+def real_dirs_untouched() -> Iterator[None]:
+    """The tripwire for module and session fixtures, which run outside ``hermetic``."""
+    before = real_state()
+    yield
+    problems = writes_into_real_dirs(before)
+    assert not problems, "hermetic test session broken:\n" + "\n".join(problems)
+
+
 @pytest.fixture(autouse=True)
 def hermetic(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Path]:
-    """A private HOME, git config and data dir for every test.
+    """A private HOME, git config, data dir and runtime dir for every test.
 
     libgit2 reads its config search path once per process, so it is
     redirected explicitly; changing HOME alone would not isolate it.
+
+    A tripwire (as pre-commit's ``dont_write_to_home_directory``) fails the
+    test if the real data directory or the real runtime directory changed
+    while it ran, or if a hook server it started outlives it (issue 14).
     """
-    home = tmp_path_factory.mktemp("home")
+    base = tmp_path_factory.mktemp("env")
+    home = base / "home"
+    runtime = base / "run"
+    home.mkdir()
+    runtime.mkdir(mode=0o700)
+    runtime.chmod(0o700)  # the hook client trusts only a private runtime dir
+    before = real_state()
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
     monkeypatch.setenv("SNAPSHOTTER_DATA_DIR", str(home / "data"))
     # No resident hook server outliving a test; test_hook_server.py turns it on.
     monkeypatch.setenv("SNAPSHOTTER_HOOK_SERVER", "0")
@@ -51,6 +213,8 @@ def hermetic(
     yield home
     for level, value in saved.items():
         pygit2.settings.search_path[level] = value
+    problems = stop_servers_of(home) + writes_into_real_dirs(before)
+    assert not problems, "hermetic test environment broken:\n" + "\n".join(problems)
 
 
 @pytest.fixture
@@ -79,7 +243,9 @@ def write(root: Path, rel: str, content: str | bytes = "", mode: int | None = No
     return path
 
 
-def make_repo(root: Path, files: dict[str, str | bytes] | None = None, commit: bool = True) -> Path:
+def make_repo(
+    root: Path, files: Mapping[str, str | bytes] | None = None, commit: bool = True
+) -> Path:
     """A real git repository at ``root`` with ``files`` committed."""
     root.mkdir(parents=True, exist_ok=True)
     git(root, "init", "-q", "-b", "main")

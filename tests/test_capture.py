@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pygit2
 import pytest
 from conftest import git, make_repo, write
 
+from snapshotter.config import DEFAULT_MAX_NEW_FILE_SIZE
 from snapshotter.engine import Engine
 from snapshotter.errors import NotAWorktree
 
@@ -21,8 +23,12 @@ MODE_LINK = 0o120000
 
 
 
-def open_engine(directory: Path, data_dir: Path, **kwargs: int) -> Engine:
-    engine = Engine.open(directory, data_dir_path=data_dir, **kwargs)
+def open_engine(
+    directory: Path, data_dir: Path, max_new_file_size: int = DEFAULT_MAX_NEW_FILE_SIZE
+) -> Engine:
+    engine: Engine | None = Engine.open(
+        directory, data_dir_path=data_dir, max_new_file_size=max_new_file_size
+    )
     assert engine is not None, f"Engine.open({directory}) should create a store"
     return engine
 
@@ -33,6 +39,7 @@ def listing(engine: Engine, tree: str) -> dict[str, int]:
 
     def walk(obj: pygit2.Tree, prefix: str) -> None:
         for item in obj:
+            assert item.name is not None, f"a tree entry without a name under {prefix!r}"
             path = prefix + item.name
             if item.filemode == pygit2.enums.FileMode.TREE:
                 sub = engine.store.repo[item.id]
@@ -589,7 +596,7 @@ def test_incremental_captures_equal_fresh_captures(
 ) -> None:
     engine = open_engine(repo, data_dir)
     engine.capture()
-    steps = [
+    steps: list[Callable[[], object]] = [
         lambda: write(repo, "src/app.py", "print('bye')\n"),
         lambda: os.chmod(repo / "src/util.py", 0o755),
         lambda: os.symlink("src", repo / "alias"),

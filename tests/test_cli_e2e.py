@@ -170,7 +170,8 @@ def test_demo_runs_and_shows_list_diff_undo_redo(tmp_path: Path, data_dir: Path)
 
 
 def fenced(text: str, lang: str, needle: str) -> str:
-    blocks = [b for b in re.findall(rf"^```{lang}\n(.*?)^```", text, re.S | re.M) if needle in b]
+    found: list[str] = re.findall(rf"^```{lang}\n(.*?)^```", text, re.S | re.M)
+    blocks = [b for b in found if needle in b]
     assert len(blocks) == 1, f"README.md needs exactly one ```{lang} block with {needle!r}"
     return blocks[0]
 
@@ -182,7 +183,7 @@ def parse_yaml(text: str) -> Any:
     else (flow collections, block scalars, anchors) raises, so a README change
     that outgrows this reader fails loudly instead of being misread.
     """
-    lines = []
+    lines: list[list[Any]] = []
     for number, raw in enumerate(text.splitlines(), 1):
         stripped = raw.strip()
         if stripped and not stripped.startswith("#"):
@@ -266,7 +267,7 @@ def _yaml_scalar(text: str) -> Any:
 
 def commands_for(config: dict[str, Any], event: str, tool_name: str) -> list[str]:
     """The command hooks a runtime runs for ``event`` (docker-agent and Claude Code alike)."""
-    found = []
+    found: list[str] = []
     for entry in config.get(event) or []:
         if "hooks" in entry:  # a matcher group
             matcher = entry.get("matcher") or "*"

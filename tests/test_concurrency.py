@@ -71,7 +71,7 @@ def test_parallel_hook_processes_lose_nothing(repo: Path, data_dir: Path) -> Non
 
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
         for rnd in range(ROUNDS):
-            list(pool.map(lambda i, r=rnd: worker(r, i), range(WORKERS)))  # type: ignore[misc]
+            list(pool.map(lambda i, r=rnd: worker(r, i), range(WORKERS)))
 
     assert not failures, "hook processes failed:\n" + "\n".join(failures)
     assert not log_path(data_dir).exists(), f"hook.log: {log_path(data_dir).read_text()}"
@@ -130,7 +130,7 @@ def test_a_killed_lock_holder_does_not_block_the_next_event(repo: Path, data_dir
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
     try:
-        assert holder.stdout is not None
+        assert holder.stdout is not None and holder.stderr is not None
         store_root = Path(holder.stdout.readline().decode().strip())
         assert store_root.is_dir(), f"the lock holder did not start: {holder.stderr.read()!r}"
         with pytest.raises(filelock.Timeout):

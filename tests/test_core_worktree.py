@@ -65,6 +65,7 @@ def tree_paths(store_git: Path, tree: str) -> set[str]:
     while stack:
         prefix, obj = stack.pop()
         for entry in obj:
+            assert entry.name is not None, f"a tree entry without a name under {prefix!r}"
             rel = prefix + entry.name
             if entry.type_str == "tree":
                 stack.append((rel + "/", repo[entry.id].peel(pygit2.Tree)))

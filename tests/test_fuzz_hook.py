@@ -114,7 +114,7 @@ def encodings(repo: Path, sentinel: Path) -> st.SearchStrategy[bytes]:
     )
 
 
-ARGS = st.one_of(
+ARGS: st.SearchStrategy[list[str]] = st.one_of(
     st.just([]), st.just([]),
     st.lists(st.sampled_from([
         "max_new_file_size=1KiB", "max_new_file_size=-5", "max_new_file_size=abc", "garbage",
@@ -176,7 +176,7 @@ def replay_through_server(
     """
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
     monkeypatch.setenv("SNAPSHOTTER_HOOK_SERVER", "1")
-    sockets = {client.socket_path(data_dir)}
+    sockets: set[Path | None] = {client.socket_path(data_dir)}
     try:
         first = run_process(replay[0], data_dir)
         deadline = time.monotonic() + 60
@@ -190,9 +190,11 @@ def replay_through_server(
         for sock in live:  # it survived every input and still answers
             assert "not JSON" in (client.send(sock, data_dir, [], b"{oops") or "")
     finally:
-        for sock in sockets:
+        for started in sockets:
+            if started is None:
+                continue
             with contextlib.suppress(OSError, AttributeError, TypeError):
-                client.stop(sock)  # type: ignore[arg-type]
+                client.stop(started)
     return results
 
 

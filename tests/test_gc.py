@@ -199,7 +199,7 @@ class Agent:
         return f"edit {self.serial}: {words}\n"
 
     def files(self) -> list[str]:
-        found = []
+        found: list[str] = []
         for dirpath, dirs, files in os.walk(self.root):
             dirs[:] = [d for d in dirs if d != ".git"]
             rel = Path(dirpath).relative_to(self.root).as_posix()
@@ -882,7 +882,8 @@ def test_session_end_runs_a_bounded_gc(
     # When retention drops checkpoints, the bounded gc rewrites the store to free them.
     builtin.handle(hook(root, "s", "session_end"), ["max_checkpoints=3"])
     report = calls[-1]["report"]
-    assert isinstance(report, gc_mod.GcReport) and len(report.dropped.checkpoints) == 9, (
+    assert isinstance(report, gc_mod.GcReport), f"session_end reports a GcReport: {report!r}"
+    assert len(report.dropped.checkpoints) == 9, (
         f"12 checkpoints, 3 kept: {report.dropped}"
     )
     assert_single_pack(engine.store, "after a bounded gc that dropped checkpoints")

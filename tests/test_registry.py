@@ -157,7 +157,7 @@ def test_builtin_args_output_and_failures() -> None:
 def test_executor_fills_cwd_from_its_working_dir() -> None:
     registry = Registry()
     seen: list[str] = []
-    registry.register_builtin("cwd", lambda i, a: seen.append(i.cwd))  # type: ignore[func-returns-value]
+    registry.register_builtin("cwd", lambda i, a: seen.append(i.cwd))
     config = HooksConfig.parse({"turn_start": [{"type": "builtin", "command": "cwd"}]})
     Executor(config, registry, working_dir="/w").dispatch(ev.TURN_START, HookInput())
     Executor(config, registry, working_dir="/w").dispatch(ev.TURN_START, HookInput(cwd="/own"))

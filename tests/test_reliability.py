@@ -124,7 +124,7 @@ def apply(root: Path, edits: Edits) -> None:
             write(root, rel, content)
 
 
-def turn(data_dir: Path, root: Path, edits: Edits | Callable[[], None],
+def turn(data_dir: Path, root: Path, edits: Edits | Callable[[], object],
          session: str = SESSION) -> None:
     """One agent turn through the hook: turn_start, the edits, turn_end; quietly."""
     assert hook(data_dir, root, "turn_start", session) == ""
@@ -575,8 +575,16 @@ def test_06_directory_replaced_by_symlink_keeps_capturing(
         write(outside, f"f{i}.txt", f"outside {i}\n")
     outside_before = snapshot_dir_bytes(outside)
 
-    turn(data_dir, root, lambda: (shutil.rmtree(root / "lib"), os.symlink(outside, root / "lib")))
-    turn(data_dir, root, lambda: (shutil.rmtree(root / "docs"), os.symlink("lib", root / "docs")))
+    def lib_to_outside() -> None:
+        shutil.rmtree(root / "lib")
+        os.symlink(outside, root / "lib")
+
+    def docs_to_lib() -> None:
+        shutil.rmtree(root / "docs")
+        os.symlink("lib", root / "docs")
+
+    turn(data_dir, root, lib_to_outside)
+    turn(data_dir, root, docs_to_lib)
     for i in range(3):  # every later capture keeps working
         turn(data_dir, root, {"main.py": f"main {i}\n"})
     run = cli(data_dir, "capture", "-C", root)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import stop_servers_of
 
 from snapshotter import replay
 from snapshotter.hooks.builtin import register_snapshot
@@ -27,6 +28,9 @@ from snapshotter.logfile import log_path
 from snapshotter.models import Checkpoint
 
 SESSIONS = replay.session_names()
+
+# One worker runs the whole module: its subprocess replays are a module fixture.
+pytestmark = pytest.mark.xdist_group("sessions_replay")
 COMPARED = {"id", "session_id", "kind", "label", "parent", "files", "skipped", "undone",
             "before", "after"}
 BUILTIN = [{"type": "builtin", "command": "snapshot"}]
@@ -66,13 +70,15 @@ def replay_in_process(name: str, base: Path) -> tuple[Path, list[Checkpoint]]:
     return root, controller.list(root, all_sessions=True)
 
 
-def hook_env(base: Path) -> dict[str, str]:
-    """A private HOME for the subprocesses (module fixtures run outside `hermetic`)."""
+def hook_env(base: Path, runtime: Path) -> dict[str, str]:
+    """A private HOME and runtime dir for the subprocesses (module fixtures run outside
+    `hermetic`): the hook server they start must not land in the real runtime dir."""
     home = base / "home"
     home.mkdir(exist_ok=True)
     return {
         **os.environ,
         "HOME": str(home),
+        "XDG_RUNTIME_DIR": str(runtime),
         "XDG_CONFIG_HOME": str(home / ".config"),
         "XDG_DATA_HOME": str(home / ".local" / "share"),
         "SNAPSHOTTER_DATA_DIR": str(base / "unused-data-dir"),
@@ -80,11 +86,11 @@ def hook_env(base: Path) -> dict[str, str]:
     }
 
 
-def replay_subprocess(name: str, base: Path) -> dict[str, Any]:
+def replay_subprocess(name: str, base: Path, runtime: Path) -> dict[str, Any]:
     session = replay.load_session(name)
     root = replay.build_repo(base / "repo", replay.load_recipe(session["repo"]))
     data_dir = base / "data"
-    env = hook_env(base)
+    env = hook_env(base, runtime)
     problems: list[str] = []
 
     def send(event: dict[str, Any]) -> None:
@@ -112,9 +118,16 @@ def replay_subprocess(name: str, base: Path) -> dict[str, Any]:
 def via_subprocess(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
     """All sessions through `snapshotter hook`, sessions side by side (each ~0.5 s/event)."""
     bases = {name: tmp_path_factory.mktemp(f"sub-{name}") for name in SESSIONS}
-    with ThreadPoolExecutor(max_workers=len(SESSIONS)) as pool:
-        futures = {name: pool.submit(replay_subprocess, name, bases[name]) for name in SESSIONS}
-        return {name: future.result() for name, future in futures.items()}
+    runtime = tmp_path_factory.mktemp("run")  # short: a socket path holds 100 bytes
+    runtime.chmod(0o700)
+    try:
+        with ThreadPoolExecutor(max_workers=len(SESSIONS)) as pool:
+            futures = {name: pool.submit(replay_subprocess, name, bases[name], runtime)
+                       for name in SESSIONS}
+            return {name: future.result() for name, future in futures.items()}
+    finally:  # no hook server outlives the replays
+        problems = [p for base in bases.values() for p in stop_servers_of(base / "home")]
+        assert not problems, "\n".join(problems)
 
 
 def test_fixtures_cover_the_shapes_the_issue_names() -> None:

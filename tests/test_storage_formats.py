@@ -60,7 +60,7 @@ def test_trees_built_in_memory_equal_libgit2s(tmp_path: Path) -> None:
     root, trees, _ids = treebuild.build(entries)
     index = pygit2.Index()
     for path, (mode, oid) in entries.items():
-        index.add(pygit2.IndexEntry(path, pygit2.Oid(raw=oid), mode))
+        index.add(pygit2.IndexEntry(path, pygit2.Oid(raw=oid), pygit2.enums.FileMode(mode)))
     assert str(index.write_tree(repo)) == str(pygit2.Oid(raw=root)), "same root tree id as libgit2"
     assert len(trees) == 9, f"one tree per directory, got {len(trees)}"
     assert treebuild.build({})[0].hex() == "4b825dc642cb6eb9a060e54bf8d69288fbee4904", "empty tree"
@@ -173,7 +173,7 @@ def test_tree_edits_equal_a_rebuild_through_random_changes(tmp_path: Path, data_
     def full_tree(entries: dict[str, tuple[int, bytes]]) -> str:
         index = pygit2.Index()
         for path, (mode, oid) in entries.items():
-            index.add(pygit2.IndexEntry(path, pygit2.Oid(raw=oid), mode))
+            index.add(pygit2.IndexEntry(path, pygit2.Oid(raw=oid), pygit2.enums.FileMode(mode)))
         return str(index.write_tree(repo))
 
     entries: dict[str, tuple[int, bytes]] = {}
@@ -204,7 +204,9 @@ def test_tree_edits_swap_files_and_directories(tmp_path: Path, data_dir: Path) -
     store, blob = engine.store, engine.store.repo.create_blob(b"x\n").raw
     as_file = store.edit_tree(EMPTY_TREE, {"a": (0o100644, blob)})
     as_dir = store.edit_tree(as_file, {"a": None, "a/x": (0o100644, blob), "a/y": (0o100644, blob)})
-    assert sorted(e.name for e in store.tree_object(as_dir)["a"]) == ["x", "y"]
+    as_dir_a = store.tree_object(as_dir)["a"]
+    assert isinstance(as_dir_a, pygit2.Tree), "'a' became a directory"
+    assert sorted(str(e.name) for e in as_dir_a) == ["x", "y"]
     back = store.edit_tree(as_dir, {"a/x": None, "a/y": None, "a": (0o100644, blob)})
     assert back == as_file, "the directory became the file again"
     assert store.edit_tree(as_dir, {"a/x": None, "a/y": None}) == EMPTY_TREE, "no empty dirs"

@@ -256,9 +256,9 @@ def _random_step(rng: random.Random, root: Path, step: int) -> str:
         shutil.rmtree(root / target)
         write(root, target, f"was a directory {step}\n")
     elif kind == "hardlink" and regular:
-        source = root / rng.choice(regular)
-        os.link(source, root / name)
-        with open(source, "ab") as f:  # written through the other name
+        linked = root / rng.choice(regular)
+        os.link(linked, root / name)
+        with open(linked, "ab") as f:  # written through the other name
             f.write(b"through the other link\n")
     elif kind == "index" and regular:
         git(root, "add", "-f", "--", rng.choice(regular))
