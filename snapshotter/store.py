@@ -191,8 +191,7 @@ class Store:
         import pygit2
 
         with self.locked():
-            if guard:
-                self._refused_before(max_files)
+            refused = self._refused_before(max_files) if guard else False
             try:
                 capture = self._capture(max_new_file_size, excluded, max_files, guard)
             except (NotAProject, TooManyFiles) as exc:
@@ -202,8 +201,9 @@ class Store:
                 raise CaptureFailed(str(exc)) from exc
             except OSError as exc:
                 raise CaptureFailed(f"{exc.strerror or exc}: {exc.filename or ''}") from exc
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.root / REFUSED)  # a refusal is over once a capture went through
+            if refused:  # a refusal is over once a capture went through
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self.root / REFUSED)
             return capture
 
     def _refusal_key(self, max_files: int | None) -> list[object]:
@@ -217,18 +217,22 @@ class Store:
                 key.append(None)
         return key
 
-    def _refused_before(self, max_files: int | None) -> None:
+    def _refused_before(self, max_files: int | None) -> bool:
         """Refuse at once what was refused lately and has not changed since.
 
         A refused worktree cost a full walk (seconds) on every hook event.
+        Returns whether an outdated refusal is on record (to drop after a capture).
         """
         try:
             data = json.loads((self.root / REFUSED).read_bytes())
+        except FileNotFoundError:
+            return False
         except (OSError, ValueError):
-            return
+            return True  # damaged: dropped once a capture goes through
         if (isinstance(data, dict) and data.get("key") == self._refusal_key(max_files)
                 and time.time() - float(data.get("at", 0)) < REFUSAL_TTL_S):
             raise Refused(str(data.get("why", "refused")))
+        return True
 
     def _remember_refusal(self, why: str, max_files: int | None) -> None:
         record = {"why": why, "key": self._refusal_key(max_files), "at": time.time()}
