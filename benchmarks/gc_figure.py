@@ -94,11 +94,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", type=Path, help="work in DIR and leave it there")
     args = parser.parse_args(argv)
 
-    from snapshotter import gc, history
-    from snapshotter.checkpoints import Recorder
+    from snapshotter import gc
     from snapshotter.engine import Engine
+    from snapshotter.history import undo as history
+    from snapshotter.history.recorder import Recorder
+    from snapshotter.history.records import load
     from snapshotter.hooks.builtin import SESSION_END_GC_BUDGET_S
-    from snapshotter.state import load
 
     base = args.keep or Path(tempfile.mkdtemp(prefix="gc-figure-"))
     root, data = base / "worktree", base / "data"

@@ -28,9 +28,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from snapshotter import ignore
-from snapshotter.scan import scan
-from snapshotter.worktree import find_worktree
+from snapshotter.git import ignore
+from snapshotter.git.worktree import find_worktree
+from snapshotter.store.walk import scan
 
 
 def git(cwd: Path, *args: str) -> bytes:

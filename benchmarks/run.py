@@ -276,7 +276,7 @@ class Bench:
 
     def watched_nochange(self, engine: Any, expected: str) -> None:
         """A no-change capture with the inotify watcher on (what the hook server runs)."""
-        from snapshotter import watch
+        from snapshotter.store import watch
 
         watch.enable()
         try:
@@ -355,8 +355,8 @@ class Bench:
             self.compare_trees(ref, ref_tree, engine, our_tree, "first capture")
         assert ref is not None and engine is not None
 
-        from snapshotter import history
-        from snapshotter.checkpoints import Recorder
+        from snapshotter.history import undo as history
+        from snapshotter.history.recorder import Recorder
 
         undo_rec = Recorder(engine, "bench-undo")
         self.start_helper(data)
@@ -436,7 +436,7 @@ class Bench:
     def checkpoints(self, engine: Any, data: Path) -> dict[str, Any]:
         """Store growth over many one-file turns, against the bytes they changed."""
         from snapshotter import gc as gc_mod
-        from snapshotter.checkpoints import Recorder
+        from snapshotter.history.recorder import Recorder
 
         count = self.opts.checkpoints
         progress(f"{self.wt.label}: {count} small checkpoints")

@@ -12,7 +12,7 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "Engine": "snapshotter.engine",
-    "Capture": "snapshotter.store",
+    "Capture": "snapshotter.store.shadow",
     "Checkpoint": "snapshotter.models",
     "FileChange": "snapshotter.models",
     "SkippedFile": "snapshotter.models",
@@ -99,7 +99,7 @@ if TYPE_CHECKING:
     )
     from snapshotter.hooks.registry import Executor, HooksConfig, Registry, Result
     from snapshotter.models import Checkpoint, FileChange, RestoreReport, SkippedFile
-    from snapshotter.store import Capture
+    from snapshotter.store.shadow import Capture
 
 
 def __getattr__(name: str) -> Any:

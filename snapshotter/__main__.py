@@ -1,3 +1,3 @@
-from snapshotter.launcher import main
+from snapshotter.cli.launcher import main
 
 main()

@@ -12,14 +12,14 @@ from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, overload
 
-from snapshotter import changes as changes_mod
-from snapshotter import restore as restore_mod
-from snapshotter import session_scope
 from snapshotter.config import DEFAULT_MAX_FILES, DEFAULT_MAX_NEW_FILE_SIZE, data_dir
 from snapshotter.errors import NothingToDo, SnapshotterError
+from snapshotter.git.worktree import Worktree, find_worktree
+from snapshotter.history import sessions as session_scope
 from snapshotter.models import FileChange
-from snapshotter.store import Capture, Store, stores_dir
-from snapshotter.worktree import Worktree, find_worktree
+from snapshotter.store import changes as changes_mod
+from snapshotter.store import restore as restore_mod
+from snapshotter.store.shadow import Capture, Store, stores_dir
 
 if TYPE_CHECKING:
     from snapshotter.gc import GcReport

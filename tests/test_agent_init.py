@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from test_cli_e2e import commands_for, listed, parse_yaml, replay_through, shape
 
-from snapshotter.cli import main
-from snapshotter.replay import build_repo, load_recipe, load_session
+from snapshotter.cli.main import main
+from snapshotter.cli.replay import build_repo, load_recipe, load_session
 
 CLAUDE_EVENTS = ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse",
                  "PostToolUseFailure", "Stop", "SessionEnd"]

@@ -619,7 +619,7 @@ def test_incremental_captures_equal_fresh_captures(
 def test_small_captures_pack_their_loose_objects(
     repo: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from snapshotter import store as store_mod
+    from snapshotter.store import shadow as store_mod
 
     monkeypatch.setattr(store_mod, "LOOSE_PACK_AT", 20)
     engine = open_engine(repo, data_dir)

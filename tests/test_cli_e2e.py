@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from conftest import write
 
-from snapshotter.replay import build_repo, load_recipe, load_session, replay
+from snapshotter.cli.replay import build_repo, load_recipe, load_session, replay
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

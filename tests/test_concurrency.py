@@ -20,7 +20,7 @@ import pytest
 from conftest import write
 
 from snapshotter.engine import Engine
-from snapshotter.logfile import log_path
+from snapshotter.store.logfile import log_path
 
 WORKERS = 8
 ROUNDS = 3

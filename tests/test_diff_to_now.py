@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from conftest import git, make_repo, write
 
-from snapshotter.cli import main
+from snapshotter.cli.main import main
 
 SESSION = "sess-diff"
 

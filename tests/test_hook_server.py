@@ -13,7 +13,7 @@ import pytest
 from conftest import make_repo, write
 
 from snapshotter.engine import Engine
-from snapshotter.history import list_checkpoints
+from snapshotter.history.undo import list_checkpoints
 from snapshotter.hooks import client
 
 

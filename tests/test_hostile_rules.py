@@ -26,9 +26,9 @@ from typing import Any
 import pytest
 from conftest import git, write
 
-from snapshotter import ignore
-from snapshotter.scan import scan
-from snapshotter.worktree import find_worktree
+from snapshotter.git import ignore
+from snapshotter.git.worktree import find_worktree
+from snapshotter.store.walk import scan
 
 HANG_GUARD_S = 60
 
@@ -80,8 +80,8 @@ def captured(root: Path) -> set[str]:
 
 SCAN_IN_CHILD = """
 import json, sys
-from snapshotter.scan import scan
-from snapshotter.worktree import find_worktree
+from snapshotter.store.walk import scan
+from snapshotter.git.worktree import find_worktree
 tree = find_worktree(sys.argv[1])
 print(json.dumps(sorted(scan(tree, previous=frozenset(), max_new_file_size=1 << 40).entries)))
 """

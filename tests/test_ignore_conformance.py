@@ -35,8 +35,8 @@ from pathlib import Path
 import pytest
 from conftest import git, write
 
-from snapshotter.scan import scan
-from snapshotter.worktree import find_worktree
+from snapshotter.git.worktree import find_worktree
+from snapshotter.store.walk import scan
 
 Content = str | bytes
 

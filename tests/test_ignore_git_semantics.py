@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 from conftest import git, write
 
-from snapshotter import ignore
-from snapshotter.scan import scan
-from snapshotter.worktree import find_worktree
+from snapshotter.git import ignore
+from snapshotter.git.worktree import find_worktree
+from snapshotter.store.walk import scan
 
 
 def git_lists(root: Path) -> set[str]:

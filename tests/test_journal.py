@@ -11,10 +11,10 @@ from pathlib import Path
 
 from conftest import git, make_repo, write
 
-from snapshotter import history
-from snapshotter.checkpoints import Recorder
 from snapshotter.engine import Engine
-from snapshotter.state import Restoring, load, save
+from snapshotter.history import undo as history
+from snapshotter.history.recorder import Recorder
+from snapshotter.history.records import Restoring, load, save
 
 LOOKALIKE = "notes/.snapshotter-tmp-0123456789ab"
 

@@ -104,7 +104,7 @@ def on_pipe(args: list[str], env: dict[str, str]) -> Screen:
 
 def record_turn(repo: Path, edits: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     """One agent turn, recorded by ``snapshotter hook`` (in-process, to keep tests quick)."""
-    from snapshotter.cli import main
+    from snapshotter.cli.main import main
 
     for name in ("turn_start", "turn_end"):
         if name == "turn_end":

@@ -26,7 +26,7 @@ from conftest import write
 
 from snapshotter.engine import Engine
 from snapshotter.hooks import client
-from snapshotter.logfile import log_path
+from snapshotter.store.logfile import log_path
 
 FULL = os.environ.get("SNAPSHOTTER_PARALLEL_FULL") == "1"
 WRITERS = 16 if FULL else 3

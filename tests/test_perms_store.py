@@ -20,7 +20,7 @@ import pytest
 from conftest import make_repo, write
 
 from snapshotter.engine import Engine
-from snapshotter.store import stores_dir
+from snapshotter.store.shadow import stores_dir
 
 
 def hook(data_dir: Path, event: dict[str, str]) -> None:

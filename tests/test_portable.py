@@ -31,7 +31,7 @@ WITHOUT = {
                "        return _CDLL.__getattr__(self, name)\n"
                "ctypes.CDLL = _NoInotify\n",
 }
-ENTRY = "from snapshotter.launcher import main\nsys.argv[0] = 'snapshotter'\nmain()\n"
+ENTRY = "from snapshotter.cli.launcher import main\nsys.argv[0] = 'snapshotter'\nmain()\n"
 
 
 def run(removed: list[str], args: list[str], event: dict[str, Any] | None = None,

@@ -17,7 +17,7 @@ from typing import Any
 
 from conftest import write
 
-from snapshotter.logfile import log_path
+from snapshotter.store.logfile import log_path
 
 TRANSCRIPT = "/home/u/.claude/projects/-repo/t.jsonl"
 

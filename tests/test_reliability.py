@@ -39,10 +39,10 @@ import pytest
 from conftest import git, make_repo, snapshot_dir_bytes, write
 
 from snapshotter import fileio
-from snapshotter.cli import main
+from snapshotter.cli.main import main
 from snapshotter.engine import Engine
 from snapshotter.hooks import command
-from snapshotter.logfile import log_path
+from snapshotter.store.logfile import log_path
 
 HOOK_TIMEOUT_S = 20.0  # generous: a hook that waits on a stale lock would blow through it
 SESSION = "sess-1"
@@ -931,7 +931,7 @@ def test_13_unreadable_files_are_skipped_and_reported_never_a_crash(
 VANISHING = """
 import json, os, shutil, sys
 from pathlib import Path
-import snapshotter.store as store_mod
+import snapshotter.store.shadow as store_mod
 from snapshotter.engine import Engine
 
 root, data = Path(sys.argv[1]), sys.argv[2]

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from conftest import git, make_repo, snapshot_dir_bytes, write
 
-from snapshotter import restore as restore_mod
 from snapshotter.engine import Engine
 from snapshotter.errors import UnsafePath
+from snapshotter.store import restore as restore_mod
 
 OLD_NS = 1_500_000_000_000_000_000  # an mtime far in the past, to spot rewrites
 

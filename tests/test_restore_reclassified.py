@@ -14,9 +14,9 @@ from pathlib import Path
 
 from conftest import git, make_repo, write
 
-from snapshotter import history
-from snapshotter.checkpoints import Recorder
 from snapshotter.engine import Engine
+from snapshotter.history import undo as history
+from snapshotter.history.recorder import Recorder
 
 SECRET = b"API_KEY=the user's secret\n"
 DATASET = bytes(range(256)) * (3 * 1024 * 1024 // 256)  # 3 MiB: over the 2 MiB limit

@@ -23,9 +23,9 @@ import pytest
 from conftest import make_repo, write
 
 from snapshotter.engine import Engine
-from snapshotter.history import list_checkpoints
+from snapshotter.history.undo import list_checkpoints
 from snapshotter.hooks import client
-from snapshotter.store import stores_dir
+from snapshotter.store.shadow import stores_dir
 
 
 def hook_argv(data_dir: Path) -> list[str]:

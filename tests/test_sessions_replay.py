@@ -20,12 +20,12 @@ from typing import Any
 import pytest
 from conftest import stop_servers_of
 
-from snapshotter import replay
+from snapshotter.cli import replay
 from snapshotter.hooks.builtin import register_snapshot
 from snapshotter.hooks.events import SNAPSHOT_EVENTS, TOOL_EVENTS, HookInput
 from snapshotter.hooks.registry import Executor, HooksConfig, Registry
-from snapshotter.logfile import log_path
 from snapshotter.models import Checkpoint
+from snapshotter.store.logfile import log_path
 
 SESSIONS = replay.session_names()
 

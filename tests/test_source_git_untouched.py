@@ -9,9 +9,9 @@ from pathlib import Path
 from conftest import git, make_repo, snapshot_dir_bytes, write
 
 from snapshotter import gc as gc_mod
-from snapshotter import history
-from snapshotter.checkpoints import Recorder
 from snapshotter.engine import Engine
+from snapshotter.history import undo as history
+from snapshotter.history.recorder import Recorder
 
 
 def open_engine(directory: Path, data_dir: Path) -> Engine:

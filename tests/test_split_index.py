@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import git, make_repo, write
 
-from snapshotter import gitindex
+from snapshotter.git import index as gitindex
 
 
 def hook(data_dir: Path, **event: str) -> None:

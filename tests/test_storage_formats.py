@@ -15,13 +15,15 @@ import pygit2
 import pytest
 from conftest import git, make_repo, write
 
-from snapshotter import gitindex, packwriter, treebuild
 from snapshotter.engine import Engine
 from snapshotter.errors import TooManyFiles
-from snapshotter.history import undo_last
+from snapshotter.git import index as gitindex
+from snapshotter.git import packs as packwriter
+from snapshotter.git import trees as treebuild
+from snapshotter.history.undo import undo_last
 from snapshotter.hooks.command import run as run_hook
-from snapshotter.logfile import log_path
-from snapshotter.store import EMPTY_TREE
+from snapshotter.store.logfile import log_path
+from snapshotter.store.shadow import EMPTY_TREE
 
 
 def test_written_pack_is_valid_for_git_and_libgit2(tmp_path: Path) -> None:
@@ -121,7 +123,7 @@ def test_10_huge_root_is_refused_with_a_clear_message(tmp_path: Path, data_dir: 
 
 
 def test_undo_names_skipped_files(tmp_path: Path, data_dir: Path) -> None:
-    from snapshotter.checkpoints import Recorder
+    from snapshotter.history.recorder import Recorder
 
     root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
     engine = Engine.open(root, data_dir_path=data_dir, max_new_file_size=10)

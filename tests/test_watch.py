@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from conftest import git, make_repo, write
 
-from snapshotter import scan as scan_mod
-from snapshotter import store as store_mod
-from snapshotter import watch
 from snapshotter.engine import Engine
+from snapshotter.store import shadow as store_mod
+from snapshotter.store import walk as scan_mod
+from snapshotter.store import watch
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux") or watch.filesystem_type(Path.cwd()) is None,

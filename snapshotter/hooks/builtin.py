@@ -6,8 +6,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-from snapshotter import history, session_scope
-from snapshotter.checkpoints import Recorder
 from snapshotter.config import (
     DEFAULT_MAX_FILES,
     DEFAULT_MAX_NEW_FILE_SIZE,
@@ -16,17 +14,20 @@ from snapshotter.config import (
 )
 from snapshotter.engine import Engine, open_existing
 from snapshotter.errors import BadInput, NotAWorktree, NothingToDo, SnapshotterError
-from snapshotter.hooks import events as ev
-from snapshotter.hooks.events import HookInput, HookOutput
-from snapshotter.hooks.registry import HookDefinition, HooksConfig, Registry
-from snapshotter.logfile import append as log_failure
-from snapshotter.models import Checkpoint, RestoreReport
-from snapshotter.retention import (
+from snapshotter.history import sessions as session_scope
+from snapshotter.history import undo as history
+from snapshotter.history.recorder import Recorder
+from snapshotter.history.retention import (
     DEFAULT_MAX_AGE_DAYS,
     DEFAULT_MAX_CHECKPOINTS,
     DEFAULT_MAX_STORE_BYTES,
     Policy,
 )
+from snapshotter.hooks import events as ev
+from snapshotter.hooks.events import HookInput, HookOutput
+from snapshotter.hooks.registry import HookDefinition, HooksConfig, Registry
+from snapshotter.models import Checkpoint, RestoreReport
+from snapshotter.store.logfile import append as log_failure
 
 BUILTIN_NAME = "snapshot"
 AUTO_EVENTS = (ev.SESSION_START, ev.USER_PROMPT_SUBMIT, ev.TURN_START, ev.TURN_END,

@@ -167,9 +167,9 @@ def _warm_up() -> None:
     """Import everything an event needs before the first one arrives."""
     import pygit2  # noqa: F401
 
-    import snapshotter.checkpoints
+    import snapshotter.history.recorder
     import snapshotter.hooks.builtin  # noqa: F401
-    from snapshotter import watch
+    from snapshotter.store import watch
 
     watch.enable()  # this process captures the same worktrees again and again
 

@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING
 
 from snapshotter.models import FileChange, Status
 from snapshotter.names import display, encode
-from snapshotter.scan import Skip
-from snapshotter.store import EMPTY_TREE, RACY_WINDOW_NS, Capture, Store
+from snapshotter.store.shadow import EMPTY_TREE, RACY_WINDOW_NS, Capture, Store
+from snapshotter.store.walk import Skip
 
 if TYPE_CHECKING:
     import pygit2
 
-    from snapshotter.state import Mark
+    from snapshotter.history.records import Mark
 
 _STATUS: dict[str, Status] = {"A": "added", "D": "deleted", "M": "modified", "T": "modified"}
 _ZERO_ID = bytes(20)  # a side that does not exist

@@ -14,7 +14,7 @@ def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     parsed = _hook_args(args)
     if parsed is None:
-        from snapshotter.cli import main as cli_main
+        from snapshotter.cli.main import main as cli_main
 
         cli_main(args)
         return

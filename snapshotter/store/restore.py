@@ -25,8 +25,8 @@ from pathlib import Path
 from snapshotter import progress
 from snapshotter.errors import UnsafePath
 from snapshotter.fileio import TEMP_PREFIX
-from snapshotter.scan import MODE_EXEC, MODE_LINK, git_mode
-from snapshotter.store import Store
+from snapshotter.store.shadow import Store
+from snapshotter.store.walk import MODE_EXEC, MODE_LINK, git_mode
 
 Entry = tuple[int, bytes]  # (git mode, raw blob id)
 

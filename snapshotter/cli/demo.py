@@ -15,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from snapshotter.replay import build_repo, load_recipe, load_session, replay
+from snapshotter.cli.replay import build_repo, load_recipe, load_session, replay
 
 SESSION = "docker_agent_two_turns"
 

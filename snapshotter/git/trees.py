@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 
-from snapshotter.packwriter import object_id
+from snapshotter.git.packs import object_id
 
 TREE = 2
 MODE_TREE = 0o40000

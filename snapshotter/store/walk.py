@@ -16,15 +16,15 @@ from pathlib import Path
 
 from snapshotter import progress
 from snapshotter.errors import NotAProject, TooManyFiles
-from snapshotter.ignore import IgnoreRules
-from snapshotter.names import display
-from snapshotter.worktree import (
+from snapshotter.git.ignore import IgnoreRules
+from snapshotter.git.worktree import (
     RepoContext,
     Worktree,
     global_rules,
     nested_context,
     top_context,
 )
+from snapshotter.names import display
 
 # Without an explicit file cap, a walk that finds this many untracked files,
 # and UNTRACKED_RATIO times more than the index tracks, is a home directory or

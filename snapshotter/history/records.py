@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field, ValidationError
 from snapshotter.errors import StoreError
 from snapshotter.fileio import write_atomic
 from snapshotter.models import Checkpoint, PathName, SkippedFile, now_iso
-from snapshotter.store import Capture, Store
+from snapshotter.store.shadow import Capture, Store
 
 STATE_FILE = "state.json"
 MAX_PENDING_TOOLS = 64

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from snapshotter.state import State
+from snapshotter.history.records import State
 
 DEFAULT_MAX_AGE_DAYS = 30.0
 DEFAULT_MAX_CHECKPOINTS = 1000

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from snapshotter.errors import NotAWorktree, SnapshotterError
-from snapshotter.ignore import (
+from snapshotter.git.ignore import (
     MAX_RULE_FILE_BYTES,
     IgnoreRules,
     global_excludes_file,
@@ -320,7 +320,7 @@ class TrackedIndex:
 
     @classmethod
     def read(cls, index_file: Path, cache_file: Path | None = None) -> TrackedIndex:
-        from snapshotter.gitindex import tracked_modes
+        from snapshotter.git.index import tracked_modes
 
         oid_size = OBJECT_FORMATS[object_format(index_file.parent)]
         modes = tracked_modes(index_file, cache_file, oid_size)
@@ -395,7 +395,7 @@ class RepoContext:
 
 def _skip_worktree_gitignores(git_dir: Path) -> dict[str, bytes]:
     """``.gitignore`` paths the index marks skip-worktree, with their blob ids."""
-    from snapshotter.gitindex import read_entries
+    from snapshotter.git.index import read_entries
 
     try:
         data = (git_dir / "index").read_bytes()

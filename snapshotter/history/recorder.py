@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from snapshotter import labels
-from snapshotter.changes import changes, settle
 from snapshotter.engine import Engine
+from snapshotter.history import labels
+from snapshotter.history.records import MAX_PENDING_TOOLS, Mark, State, editing
 from snapshotter.models import Checkpoint, Kind, now_iso
-from snapshotter.state import MAX_PENDING_TOOLS, Mark, State, editing
-from snapshotter.store import Capture
+from snapshotter.store.changes import changes, settle
+from snapshotter.store.shadow import Capture
 
 
 class Recorder:

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from snapshotter.scan import ScanResult
+    from snapshotter.store.walk import ScanResult
 
 # <sys/inotify.h>
 _IN_MODIFY = 0x2
@@ -268,7 +268,7 @@ class Watcher:
         Files whose stat data moved since the walk (before their watch was in
         place) mark their directory dirty in ``answer``.
         """
-        from snapshotter.scan import MODE_LINK
+        from snapshotter.store.walk import MODE_LINK
 
         inodes = self._file_inodes
         for rel, st in answer.scan.entries.items():

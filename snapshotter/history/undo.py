@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from snapshotter import journal
 from snapshotter.engine import Engine
 from snapshotter.errors import Conflict, NotFound, NothingToDo, StoreError
+from snapshotter.history import journal
+from snapshotter.history.records import Mark, RedoEntry, State, editing, load
 from snapshotter.models import Checkpoint, RestoreReport
-from snapshotter.restore import RestoreResult, check_path
-from snapshotter.state import Mark, RedoEntry, State, editing, load
-from snapshotter.store import Capture, Store
+from snapshotter.store.restore import RestoreResult, check_path
+from snapshotter.store.shadow import Capture, Store
 
 
 def default_session(store: Store) -> str | None:

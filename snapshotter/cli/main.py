@@ -49,7 +49,7 @@ class Ctx:
         return engine
 
     def session(self, engine: Engine, explicit: str | None) -> str:
-        from snapshotter.history import resolve_session
+        from snapshotter.history.undo import resolve_session
 
         return resolve_session(engine.store, explicit)
 
@@ -122,7 +122,7 @@ def hook(c: Ctx, args: tuple[str, ...]) -> None:
 @pass_ctx
 def capture(c: Ctx, directory: str, max_size: str | None, max_files: int) -> None:
     """Take a snapshot now and print its tree id."""
-    from snapshotter import output
+    from snapshotter.cli import output
     from snapshotter.names import display
 
     engine = c.engine(directory, max_size=max_size)
@@ -144,9 +144,9 @@ def list_(
     c: Ctx, directory: str, session_id: str | None, all_sessions: bool, as_json: bool
 ) -> None:
     """List checkpoints, newest session by default; tools indented under turns."""
-    from snapshotter import output
+    from snapshotter.cli import output
     from snapshotter.errors import NothingToDo
-    from snapshotter.history import list_checkpoints
+    from snapshotter.history.undo import list_checkpoints
 
     if all_sessions and session_id:
         raise click.UsageError("give --session ID or --all, not both")
@@ -166,7 +166,7 @@ def list_(
 
 def _checkpoint(c: Ctx, directory: str, checkpoint_id: int | None) -> tuple[Engine, Any]:
     from snapshotter.errors import NotFound, NothingToDo
-    from snapshotter.history import list_checkpoints
+    from snapshotter.history.undo import list_checkpoints
 
     try:
         engine = c.engine(directory, create=False)
@@ -196,7 +196,7 @@ def _checkpoint(c: Ctx, directory: str, checkpoint_id: int | None) -> tuple[Engi
 @pass_ctx
 def show(c: Ctx, checkpoint_id: int, directory: str, as_json: bool) -> None:
     """Show one checkpoint's files, with their status and any skipped files."""
-    from snapshotter import output
+    from snapshotter.cli import output
 
     _, cp = _checkpoint(c, directory, checkpoint_id)
     if as_json:
@@ -254,8 +254,9 @@ def diff(c: Ctx, target: tuple[int, bool] | None, directory: str, to_now: bool, 
     set when LESS is unset); "" or "cat" means none. Not on a terminal:
     no colour (unless --color=always) and no pager.
     """
-    from snapshotter import changes, output, terminal
+    from snapshotter.cli import output, terminal
     from snapshotter.names import display, encode
+    from snapshotter.store import changes
 
     checkpoint_id, dots = target if target is not None else (None, False)
     engine, cp = _checkpoint(c, directory, checkpoint_id)
@@ -293,9 +294,9 @@ def _session_scope(c: Ctx, engine: Engine, session_id: str) -> Engine:
     That is where its checkpoints were recorded; with no record of it (or
     another worktree), -C DIR's scope.
     """
-    from snapshotter import session_scope
     from snapshotter.errors import NotAWorktree
-    from snapshotter.worktree import find_worktree
+    from snapshotter.git.worktree import find_worktree
+    from snapshotter.history import sessions as session_scope
 
     kept = session_scope.kept_dir(c.data_dir, session_id)
     if kept is None:
@@ -312,7 +313,8 @@ def _session_scope(c: Ctx, engine: Engine, session_id: str) -> Engine:
 def undo(c: Ctx, directory: str, session_id: str | None, dry_run: bool, force: bool,
          as_json: bool) -> None:
     """Revert the newest checkpoint (a turn with its tools). Undoable with redo."""
-    from snapshotter import history, output
+    from snapshotter.cli import output
+    from snapshotter.history import undo as history
 
     engine = c.engine(directory, create=False)
     rep = history.undo_last(engine, c.session(engine, session_id), force=force, dry_run=dry_run)
@@ -324,7 +326,8 @@ def undo(c: Ctx, directory: str, session_id: str | None, dry_run: bool, force: b
 def redo(c: Ctx, directory: str, session_id: str | None, dry_run: bool, force: bool,
          as_json: bool) -> None:
     """Re-apply what the last undo or reset reverted, exactly."""
-    from snapshotter import history, output
+    from snapshotter.cli import output
+    from snapshotter.history import undo as history
 
     engine = c.engine(directory, create=False)
     rep = history.redo(engine, c.session(engine, session_id), force=force, dry_run=dry_run)
@@ -338,7 +341,8 @@ def redo(c: Ctx, directory: str, session_id: str | None, dry_run: bool, force: b
 def reset(c: Ctx, checkpoint_id: int | None, original: bool, directory: str,
           session_id: str | None, dry_run: bool, force: bool, as_json: bool) -> None:
     """Revert every checkpoint after ID, or all of them with --original."""
-    from snapshotter import history, output
+    from snapshotter.cli import output
+    from snapshotter.history import undo as history
 
     if (checkpoint_id is None) == (not original):
         raise click.UsageError("give a checkpoint ID or --original (not both)")
@@ -361,9 +365,9 @@ def checkpoint_cmd(c: Ctx, directory: str, message: str, session_id: str, as_jso
     Run it before and after work you may want to take back; `snapshotter undo`
     then reverts exactly those changes. (`capture` only prints a tree id.)
     """
-    from snapshotter import output
-    from snapshotter.checkpoints import Recorder
+    from snapshotter.cli import output
     from snapshotter.errors import NothingToDo
+    from snapshotter.history.recorder import Recorder
 
     engine = c.engine(directory)
     baseline = engine.store.last_tree() is None
@@ -393,7 +397,8 @@ def restore_cmd(c: Ctx, checkpoint_id: int, paths: tuple[str, ...], after: bool,
     the files below it. Like undo: refuses files edited since the checkpoint
     (exit 4, --force overrides), and `snapshotter redo` puts them back.
     """
-    from snapshotter import history, output
+    from snapshotter.cli import output
+    from snapshotter.history import undo as history
 
     engine = c.engine(directory, create=False)
     base = os.path.abspath(directory)
@@ -434,11 +439,11 @@ def gc(c: Ctx, directory: str, all_stores: bool, max_age_days: float, max_checkp
 
     With --all, stores whose worktree is gone are deleted once idle for --max-age-days.
     """
-    from snapshotter import output
+    from snapshotter.cli import output
     from snapshotter.config import parse_size
     from snapshotter.engine import open_stores
     from snapshotter.gc import collect_store, drop_orphan_stores, run_detached
-    from snapshotter.retention import Policy
+    from snapshotter.history.retention import Policy
 
     policy = Policy(max_age_days, max_checkpoints, parse_size(max_size))
     if detached:
@@ -474,7 +479,7 @@ def init(agent: str, agent_file: str | None, directory: str, global_: bool,
     paste without FILE. Hooks already there are kept, running init twice
     changes nothing, and a changed file is backed up beside itself first.
     """
-    from snapshotter import agent_setup
+    from snapshotter.cli import agent_setup
 
     command = agent_setup.hook_command()
     if agent == "claude-code":
@@ -499,7 +504,7 @@ def init(agent: str, agent_file: str | None, directory: str, global_: bool,
 def _project_dir(directory: str) -> Path:
     """The git worktree's top containing ``directory``, else ``directory`` itself."""
     from snapshotter.errors import NotAWorktree
-    from snapshotter.worktree import find_worktree
+    from snapshotter.git.worktree import find_worktree
 
     try:
         return find_worktree(directory).root
@@ -511,7 +516,7 @@ def _project_dir(directory: str) -> Path:
 @click.option("--keep", is_flag=True, help="Leave the throwaway repository in place.")
 def demo(keep: bool) -> None:
     """Play a short agent session on a throwaway repository, then undo and redo it."""
-    from snapshotter.demo import run_demo
+    from snapshotter.cli.demo import run_demo
 
     run_demo(keep=keep)
 
@@ -556,7 +561,7 @@ def main(argv: list[str] | None = None) -> None:
 
 def _fail(message: str, code: int, as_json: bool) -> NoReturn:
     """One line on stderr; with ``--json`` the same error as a JSON object on stdout too."""
-    from snapshotter import output
+    from snapshotter.cli import output
 
     if as_json:
         output.emit_json({"error": message, "exit_code": code})
@@ -569,7 +574,7 @@ def _log_internal_error(global_args: list[str]) -> str:
     import traceback
 
     from snapshotter.config import data_dir
-    from snapshotter.store import stores_dir
+    from snapshotter.store.shadow import stores_dir
 
     explicit = next((a.split("=", 1)[1] for a in global_args if a.startswith("--data-dir=")),
                     None)
@@ -587,7 +592,7 @@ def _log_internal_error(global_args: list[str]) -> str:
 
 def _fit_output_to_the_terminal() -> None:
     """An stdout that cannot encode our symbols (PYTHONIOENCODING=latin-1) gets ASCII."""
-    from snapshotter import output
+    from snapshotter.cli import output
 
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)

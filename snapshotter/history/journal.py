@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import contextlib
 
-from snapshotter import restore as restore_mod
 from snapshotter.errors import StoreError
 from snapshotter.fileio import TEMP_PREFIX
-from snapshotter.state import Restoring, State, load, save
-from snapshotter.store import Store
+from snapshotter.history.records import Restoring, State, load, save
+from snapshotter.store import restore as restore_mod
+from snapshotter.store.shadow import Store
 
 
 def run(store: Store, state: State, safety: str,

@@ -24,10 +24,11 @@ import stat
 from collections.abc import Collection, Mapping
 from pathlib import Path
 
-from snapshotter import gitindex, packwriter
-from snapshotter.gitindex import ASSUME_VALID, INTENT_TO_ADD, SKIP_WORKTREE, IndexEntry
-from snapshotter.scan import MODE_LINK, Stat
-from snapshotter.worktree import Worktree
+from snapshotter.git import index as gitindex
+from snapshotter.git import packs as packwriter
+from snapshotter.git.index import ASSUME_VALID, INTENT_TO_ADD, SKIP_WORKTREE, IndexEntry
+from snapshotter.git.worktree import Worktree
+from snapshotter.store.walk import MODE_LINK, Stat
 
 EMPTY_BLOB = bytes.fromhex("e69de29bb2d1d6434b8b29ae775ad8c2e48c5391")
 _STAGES = 0x3000

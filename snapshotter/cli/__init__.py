@@ -1,0 +1,1 @@
+"""The ``snapshotter`` command: parses, calls the engine, prints."""
