@@ -81,3 +81,18 @@ def make_private_tree(path: Path) -> None:
                     os.chmod(full, st.st_mode & 0o700)
             except OSError:
                 continue
+
+
+# The data directory's layout: stores under snapshot/, session records beside them.
+STORES_DIR = "snapshot"
+SESSIONS_DIR = "sessions"
+
+
+def stores_dir(data_dir: Path) -> Path:
+    """Where the stores (one per worktree) live."""
+    return data_dir / STORES_DIR
+
+
+def sessions_dir(data_dir: Path) -> Path:
+    """Where session records live (a capture of a worktree holding it leaves it out)."""
+    return data_dir / SESSIONS_DIR

@@ -1,50 +1,33 @@
 """The engine: one worktree's shadow store, opened on a directory.
 
-This is the API other runtimes build on (SPEC §8): capture, changes, diff,
-restore and gc. It knows nothing of hooks, sessions or the CLI.
+The facade other runtimes build on (SPEC §8): capture, changes, diff,
+restore (store.workspace) plus opening by directory, journal recovery and
+gc. It knows nothing of hooks or the CLI.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
-from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, overload
 
-from snapshotter.config import DEFAULT_MAX_FILES, DEFAULT_MAX_NEW_FILE_SIZE, data_dir
+from snapshotter.config import DEFAULT_MAX_FILES, DEFAULT_MAX_NEW_FILE_SIZE, data_dir, stores_dir
 from snapshotter.errors import NothingToDo, SnapshotterError
-from snapshotter.git.worktree import Worktree, find_worktree
-from snapshotter.history import sessions as session_scope
-from snapshotter.models import FileChange
-from snapshotter.store import changes as changes_mod
-from snapshotter.store import restore as restore_mod
-from snapshotter.store.shadow import Capture, Store, stores_dir
+from snapshotter.git.worktree import find_worktree
+from snapshotter.history import journal
+from snapshotter.store.shadow import Store
+from snapshotter.store.workspace import Workspace
 
 if TYPE_CHECKING:
     from snapshotter.gc import GcReport
 
 
-class Engine:
-    """Snapshots of the worktree containing ``directory``, limited to its subtree."""
+class Engine(Workspace):
+    """Snapshots of the worktree containing ``directory``, limited to its subtree.
 
-    def __init__(
-        self,
-        worktree: Worktree,
-        store: Store,
-        max_new_file_size: int = DEFAULT_MAX_NEW_FILE_SIZE,
-        max_files: int | None = DEFAULT_MAX_FILES,
-        *,
-        guard: bool = True,
-    ) -> None:
-        self.worktree = worktree
-        self.guard = guard  # refuse a home directory (scan.py); off for restores
-        self.store = store
-        self.max_new_file_size = max_new_file_size
-        self.max_files = max_files
-        # Our own files, should the data directory lie inside the worktree.
-        data = store.root.parent.parent
-        self._excluded = frozenset({str(store.root.parent), str(session_scope.folder(data))})
+    The API other runtimes build on (SPEC §8): a Workspace opened by
+    directory, with gc.
+    """
 
     @overload
     @classmethod
@@ -87,64 +70,17 @@ class Engine:
         no snapshot was ever taken there. Raises NotAWorktree outside git.
         """
         worktree = find_worktree(directory)
-        store = Store.open(data_dir(data_dir_path), worktree, create=create)
+        store = Store.open(data_dir(data_dir_path), worktree, create=create,
+                           recover=journal.recover)
         if store is None:
             return None
         return cls(worktree, store, max_new_file_size, max_files)
-
-    def with_scope(self, scope: str) -> Engine:
-        """This engine over another part of the same worktree (same store)."""
-        if scope == self.worktree.scope:
-            return self
-        worktree = dataclasses.replace(self.worktree, scope=scope)
-        store = Store(self.store.root, worktree, lock=self.store.locked())
-        return Engine(worktree, store, self.max_new_file_size, self.max_files, guard=self.guard)
-
-    @property
-    def root(self) -> Path:
-        """The worktree's top directory (resolved), whatever subdirectory was opened."""
-        return self.worktree.root
-
-    def in_scope(self, rel: str) -> bool:
-        """Whether worktree path ``rel`` lies in the directory this engine was opened on."""
-        return self.worktree.in_scope(rel)
-
-    def capture(self) -> Capture:
-        """Snapshot the worktree now: its tree id, and the files it had to skip."""
-        return self.store.capture(self.max_new_file_size, self._excluded, self.max_files,
-                                  self.guard)
-
-    def changes(self, before: str, after: str | None = None) -> list[FileChange]:
-        """Changed files in scope from ``before`` to ``after`` (default: now)."""
-        target = after if after is not None else self.capture().tree
-        return changes_mod.changes(self.store, before, target, self.in_scope)
-
-    def diff(self, before: str, after: str, paths: Collection[str] | None = None) -> str:
-        """Unified diff text between two trees, limited to ``paths`` when given."""
-        return changes_mod.diff_text(self.store, before, after, paths)
-
-    def diff_stat(self, before: str, after: str, paths: Collection[str] | None = None) -> str:
-        """``git diff --stat``-style summary between two trees."""
-        return changes_mod.diff_stat(self.store, before, after, paths)
-
-    def restore(self, tree: str, paths: Iterable[str]) -> restore_mod.RestoreResult:
-        """Make ``paths`` match ``tree`` in the worktree; other files are not touched."""
-        with self.store.locked():
-            return restore_mod.restore(self.store, tree, paths)
-
-    def plan_restore(self, tree: str, paths: Iterable[str]) -> restore_mod.RestoreResult:
-        """What ``restore`` would write and remove, changing nothing."""
-        return restore_mod.plan(self.store, tree, paths)
 
     def gc(self, *, dry_run: bool = False, budget_s: float | None = None) -> GcReport:
         """Apply retention and compact the store (see ``gc.py``)."""
         from snapshotter.gc import collect_store
 
         return collect_store(self.store, dry_run=dry_run, budget_s=budget_s)
-
-    def entry(self, tree: str, rel: str) -> tuple[int, bytes] | None:
-        """(git file mode, raw blob id) of ``rel`` in ``tree``; None if absent or a directory."""
-        return self.store.entry(tree, rel)
 
 
 def open_existing(

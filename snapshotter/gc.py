@@ -290,7 +290,7 @@ def _pack_loose(store: Store, report: GcReport, loose: list[Path]) -> None:
     import pygit2
 
     objects = store.root / "git" / "objects"
-    odb = store.repo.odb
+    odb = store.objects.repo.odb
 
     def read() -> Iterator[tuple[bytes, int, bytes]]:
         for path in sorted(loose):
@@ -332,7 +332,7 @@ def _write_pack(store: Store, trees: set[str], work: Path, only: set[bytes] | No
 
     if not trees or only == set():
         return 0
-    builder = pygit2.PackBuilder(store.repo)
+    builder = pygit2.PackBuilder(store.objects.repo)
     try:
         if only is None:
             for tree in sorted(trees):
@@ -356,7 +356,7 @@ def _count_reachable(store: Store, trees: set[str]) -> int:
         if str(oid) in seen:
             continue
         seen.add(str(oid))
-        obj = store.repo.get(oid)
+        obj = store.objects.repo.get(oid)
         if isinstance(obj, pygit2.Tree):
             stack.extend(entry.id for entry in obj)
     return len(seen)
@@ -379,7 +379,7 @@ def _live_objects(
             if oid.raw in found or oid.raw in known:
                 continue
             found.add(oid.raw)
-            tree = store.repo[oid]
+            tree = store.objects.repo[oid]
             if not isinstance(tree, pygit2.Tree):
                 raise StoreError(f"gc stopped, nothing deleted: {oid} is not a tree")
             for entry in tree:

@@ -42,13 +42,15 @@ def listing(engine: Engine, tree: str) -> dict[str, int]:
             assert item.name is not None, f"a tree entry without a name under {prefix!r}"
             path = prefix + item.name
             if item.filemode == pygit2.enums.FileMode.TREE:
-                sub = engine.store.repo[item.id]
+                sub = engine.store.objects.repo[item.id]
                 assert isinstance(sub, pygit2.Tree)
                 walk(sub, path + "/")
             else:
                 found[path] = int(item.filemode)
 
-    walk(engine.store.tree_object(tree), "")
+    top = engine.store.objects.repo[tree]
+    assert isinstance(top, pygit2.Tree)
+    walk(top, "")
     return found
 
 

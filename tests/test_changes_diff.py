@@ -9,7 +9,7 @@ from pathlib import Path
 from conftest import write
 
 from snapshotter.engine import Engine
-from snapshotter.store.shadow import EMPTY_TREE
+from snapshotter.git.kinds import EMPTY_TREE
 
 
 def open_engine(directory: Path, data_dir: Path) -> Engine:

@@ -223,7 +223,7 @@ def leftovers(store: Path, root: Path) -> dict[str, list[str]]:
 
 def missing_objects(engine: Engine, trees: set[str]) -> list[str]:
     """Every tree and blob reachable from ``trees`` is in the store (walked, not trusted)."""
-    repo = engine.store.repo
+    repo = engine.store.objects.repo
     missing, seen = [], set()
     stack = [(t, t) for t in trees]
     while stack:
@@ -331,7 +331,7 @@ def check_undo(root: Path, data_dir: Path, pre: dict[str, bytes], target: int | 
         oid = stack.pop()
         if oid not in seen:
             seen.add(oid)
-            obj = engine.store.repo[oid]
+            obj = engine.store.objects.repo[oid]
             if isinstance(obj, pygit2.Tree):
                 stack.extend(str(e.id) for e in obj)
             else:

@@ -19,6 +19,7 @@ import pytest
 from conftest import make_repo, write
 
 from snapshotter import gc as gc_mod
+from snapshotter.config import stores_dir
 from snapshotter.engine import Engine
 from snapshotter.git import packs as packwriter
 from snapshotter.history import undo as history
@@ -27,7 +28,7 @@ from snapshotter.history.records import load, save
 from snapshotter.history.retention import Policy
 from snapshotter.hooks.builtin import SnapshotBuiltin
 from snapshotter.hooks.events import HookInput
-from snapshotter.store.shadow import Store, stores_dir
+from snapshotter.store.shadow import Store
 
 
 def open_engine(root: Path, data_dir: Path) -> Engine:

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from conftest import make_repo, write
 
+from snapshotter.config import stores_dir
 from snapshotter.engine import Engine
-from snapshotter.store.shadow import stores_dir
 
 
 def hook(data_dir: Path, event: dict[str, str]) -> None:

@@ -194,7 +194,7 @@ def listing(root: Path) -> dict[str, tuple[int, int]]:
 
 def tree_entries(engine: Engine, tree: str) -> dict[str, tuple[int, bytes]]:
     """Every blob of ``tree`` by path, with its mode and content (walks the objects)."""
-    repo = engine.store.repo
+    repo = engine.store.objects.repo
     found: dict[str, tuple[int, bytes]] = {}
     stack: list[tuple[str, pygit2.Oid]] = [("", pygit2.Oid(hex=tree))]
     while stack:
@@ -939,14 +939,14 @@ engine = Engine.open(root, data_dir_path=data)
 real = store_mod.scan
 
 def entries(tree):
-    out, stack = {}, [("", engine.store.repo[tree])]
+    out, stack = {}, [("", engine.store.objects.repo[tree])]
     while stack:
         prefix, obj = stack.pop()
         for e in obj:
             if e.type_str == "tree":
-                stack.append((prefix + e.name + "/", engine.store.repo[e.id]))
+                stack.append((prefix + e.name + "/", engine.store.objects.repo[e.id]))
             else:
-                out[prefix + e.name] = [e.filemode, engine.store.repo[e.id].data.decode()]
+                out[prefix + e.name] = [e.filemode, engine.store.objects.repo[e.id].data.decode()]
     return out
 
 def racing_scan(*args, **kwargs):
@@ -1021,7 +1021,7 @@ def test_13_files_vanishing_mid_capture_are_skipped_never_a_hang(
 
 def _hostile_tree(engine: Engine, name: bytes) -> str:
     """A tree with an entry libgit2 would refuse to build (``..``, ``/``...), written raw."""
-    repo = engine.store.repo
+    repo = engine.store.objects.repo
     blob = repo.create_blob(b"written outside the worktree\n")
     inner = b"100644 escape.txt\x00" + blob.raw
     inner_id = repo.odb.write(pygit2.enums.ObjectType.TREE, inner)

@@ -74,7 +74,7 @@ class World:
     def kept(self) -> set[bytes]:
         """Raw ids of every blob below a tree the store keeps alive."""
         engine = self.engine()
-        repo = engine.store.repo
+        repo = engine.store.objects.repo
         blobs: set[bytes] = set()
         seen: set[str] = set()
         stack = list(load(engine.store).live_trees())

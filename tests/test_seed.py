@@ -23,13 +23,14 @@ from snapshotter import gc as gc_mod
 from snapshotter.engine import Engine
 from snapshotter.git import index as gitindex
 from snapshotter.git import packs as packwriter
+from snapshotter.git.kinds import git_mode
 from snapshotter.history import undo as history
 from snapshotter.history.recorder import Recorder
 from snapshotter.history.records import load
 from snapshotter.store import seeding as seed_mod
 from snapshotter.store import stat_cache as manifest_io
 from snapshotter.store.shadow import BULK_MIN_FILES, Store
-from snapshotter.store.walk import Stat, git_mode
+from snapshotter.store.walk import Stat
 
 FILES = 80
 assert FILES >= BULK_MIN_FILES, "enough stale files for seeding to be tried"

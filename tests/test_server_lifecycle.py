@@ -22,10 +22,10 @@ from typing import Any
 import pytest
 from conftest import make_repo, write
 
+from snapshotter.config import stores_dir
 from snapshotter.engine import Engine
 from snapshotter.history.undo import list_checkpoints
 from snapshotter.hooks import client
-from snapshotter.store.shadow import stores_dir
 
 
 def hook_argv(data_dir: Path) -> list[str]:

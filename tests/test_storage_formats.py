@@ -20,17 +20,17 @@ from snapshotter.errors import TooManyFiles
 from snapshotter.git import index as gitindex
 from snapshotter.git import packs as packwriter
 from snapshotter.git import trees as treebuild
+from snapshotter.git.kinds import BLOB, EMPTY_TREE
 from snapshotter.history.undo import undo_last
 from snapshotter.hooks.command import run as run_hook
 from snapshotter.store.logfile import log_path
-from snapshotter.store.shadow import EMPTY_TREE
 
 
 def test_written_pack_is_valid_for_git_and_libgit2(tmp_path: Path) -> None:
     pygit2.init_repository(str(tmp_path / "shadow.git"), bare=True)
     payloads = [b"", b"one\n", b"\x00\xff binary", b"x" * 70000]
     payloads += [b"n%d\n" % i for i in range(300)]
-    objects = [(packwriter.object_id(packwriter.BLOB, p), packwriter.BLOB, p) for p in payloads]
+    objects = [(packwriter.object_id(BLOB, p), BLOB, p) for p in payloads]
     written = packwriter.write_pack(tmp_path / "shadow.git" / "objects" / "pack", objects + objects)
     assert written == len(payloads), "duplicates are written once"
     reopened = pygit2.Repository(str(tmp_path / "shadow.git"))
@@ -167,7 +167,7 @@ def test_tree_edits_equal_a_rebuild_through_random_changes(tmp_path: Path, data_
     root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
     engine = Engine.open(root, data_dir_path=data_dir)
     assert engine is not None
-    repo = engine.store.repo
+    repo = engine.store.objects.repo
     blobs = [repo.create_blob(bytes([i]) * 10).raw for i in range(4)]
     rng = random.Random(9)
     names = ["a", "b", "c.d", "é"]
@@ -203,10 +203,12 @@ def test_tree_edits_swap_files_and_directories(tmp_path: Path, data_dir: Path) -
     root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
     engine = Engine.open(root, data_dir_path=data_dir)
     assert engine is not None
-    store, blob = engine.store, engine.store.repo.create_blob(b"x\n").raw
+    store, blob = engine.store, engine.store.objects.repo.create_blob(b"x\n").raw
     as_file = store.edit_tree(EMPTY_TREE, {"a": (0o100644, blob)})
     as_dir = store.edit_tree(as_file, {"a": None, "a/x": (0o100644, blob), "a/y": (0o100644, blob)})
-    as_dir_a = store.tree_object(as_dir)["a"]
+    top = store.objects.repo[as_dir]
+    assert isinstance(top, pygit2.Tree)
+    as_dir_a = top["a"]
     assert isinstance(as_dir_a, pygit2.Tree), "'a' became a directory"
     assert sorted(str(e.name) for e in as_dir_a) == ["x", "y"]
     back = store.edit_tree(as_dir, {"a/x": None, "a/y": None, "a": (0o100644, blob)})

@@ -16,6 +16,7 @@ import click
 
 if TYPE_CHECKING:
     from snapshotter.engine import Engine
+    from snapshotter.store.workspace import Workspace
 
 
 class Ctx:
@@ -164,7 +165,7 @@ def list_(
     output.checkpoints(cps, show_session=all_sessions, session=session, others=others)
 
 
-def _checkpoint(c: Ctx, directory: str, checkpoint_id: int | None) -> tuple[Engine, Any]:
+def _checkpoint(c: Ctx, directory: str, checkpoint_id: int | None) -> tuple[Workspace, Any]:
     from snapshotter.errors import NotFound, NothingToDo
     from snapshotter.history.undo import list_checkpoints
 
@@ -275,7 +276,7 @@ def diff(c: Ctx, target: tuple[int, bool] | None, directory: str, to_now: bool, 
     terminal.emit(data, page=not no_pager)
 
 
-def _diff_end(c: Ctx, engine: Engine, cp: Any, to_now: bool
+def _diff_end(c: Ctx, engine: Workspace, cp: Any, to_now: bool
               ) -> tuple[str, Callable[[str], bool], list[tuple[str, str]]]:
     """The tree a diff of ``cp`` ends at, the paths it shows, and (path, reason) of the
     files a fresh capture left out: the checkpoint's own files up to its ``after``,
@@ -288,7 +289,7 @@ def _diff_end(c: Ctx, engine: Engine, cp: Any, to_now: bool
     return now.tree, scoped.in_scope, skipped
 
 
-def _session_scope(c: Ctx, engine: Engine, session_id: str) -> Engine:
+def _session_scope(c: Ctx, engine: Workspace, session_id: str) -> Workspace:
     """The engine over the directory the checkpoint's session works in (SPEC §3).
 
     That is where its checkpoints were recorded; with no record of it (or
@@ -573,8 +574,7 @@ def _log_internal_error(global_args: list[str]) -> str:
     """Append the traceback of an unexpected bug to the data directory's log; where it went."""
     import traceback
 
-    from snapshotter.config import data_dir
-    from snapshotter.store.shadow import stores_dir
+    from snapshotter.config import data_dir, stores_dir
 
     explicit = next((a.split("=", 1)[1] for a in global_args if a.startswith("--data-dir=")),
                     None)

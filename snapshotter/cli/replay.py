@@ -34,17 +34,12 @@ def load_recipe(name: str) -> dict[str, Any]:
 
 def build_repo(root: Path, recipe: dict[str, Any]) -> Path:
     """A git repository with the recipe's files committed, made with pygit2 alone."""
-    import pygit2
+    from snapshotter.git.commit import commit_all
 
-    repo = pygit2.init_repository(str(root), initial_head="main")
+    root.mkdir(parents=True, exist_ok=True)
     for rel, content in recipe.get("files", {}).items():
         _write(root, rel, content)
-    index = repo.index
-    index.add_all()
-    index.write()
-    tree = index.write_tree()
-    who = pygit2.Signature("snapshotter demo", "demo@example.invalid")
-    repo.create_commit("HEAD", who, who, "initial", tree, [])
+    commit_all(root, "initial", name="snapshotter demo", email="demo@example.invalid")
     for rel, content in recipe.get("untracked", {}).items():
         _write(root, rel, content)
     return root

@@ -19,7 +19,6 @@ import zlib
 from collections.abc import Collection, Iterable
 from pathlib import Path
 
-BLOB = 3
 TEMP_PREFIX = "tmp_snapshotter_"
 
 

@@ -12,10 +12,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 
+from snapshotter.git.kinds import MODE_TREE, TREE
 from snapshotter.git.packs import object_id
-
-TREE = 2
-MODE_TREE = 0o40000
 
 # path -> a record whose first item is the mode and last item the raw blob id
 Entries = Mapping[str, Sequence[object]]

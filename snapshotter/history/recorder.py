@@ -8,20 +8,24 @@ processes never lose or duplicate a checkpoint.
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Sequence
+from pathlib import Path
 
-from snapshotter.engine import Engine
 from snapshotter.history import labels
 from snapshotter.history.records import MAX_PENDING_TOOLS, Mark, State, editing
-from snapshotter.models import Checkpoint, Kind, now_iso
-from snapshotter.store.changes import changes, settle
-from snapshotter.store.shadow import Capture
+from snapshotter.models import Checkpoint, FileChange, Kind, now_iso
+from snapshotter.store.changes import changes
+from snapshotter.store.shadow import RACY_WINDOW_NS, Capture, Store
+from snapshotter.store.walk import Skip
+from snapshotter.store.workspace import Workspace
 
 
 class Recorder:
     """The checkpointing side of one session on one worktree."""
 
-    def __init__(self, engine: Engine, session_id: str) -> None:
+    def __init__(self, engine: Workspace, session_id: str) -> None:
         self.engine = engine
         self.session_id = session_id
 
@@ -239,3 +243,53 @@ def _pop_tool(tools: list[Mark], tool_use_id: str | None, tool_name: str) -> Mar
         if mark.tool_name == tool_name and (not tool_use_id or not mark.tool_use_id):
             return tools.pop(i)
     return None
+
+
+LEFT_CAPTURE = "no longer captured: an ignore rule or the size limit leaves it out now"
+
+
+def settle(store: Store, start: Mark, capture: Capture,
+           files: list[FileChange]) -> tuple[list[FileChange], Mark, Capture]:
+    """The span's real changes: a file that was only re-classified is no change.
+
+    - ``deleted`` but still on disk: it left the capture because a rule changed
+      (#12.1). Reported as a skip, and the span's start is taken without it, so
+      undo never removes it.
+    - ``added`` but on disk, unchanged, since before the span began (ctime and
+      mtime older than the start capture): an ignore rule or ``git add`` made
+      it visible, the span did not write it (#13.6). The start gets it too, so
+      undo never deletes it.
+    Returns the files left, the start (its tree edited) and the capture (its
+    skips extended).
+    """
+    root = store.worktree.root
+    edits: dict[str, tuple[int, bytes] | None] = {}
+    skipped = dict(capture.skipped)
+    for f in files:
+        st = _lstat_within(root, f.path)
+        if st is None or stat.S_ISDIR(st.st_mode):
+            continue
+        if f.status == "deleted":
+            edits[f.path] = None
+            skipped.setdefault(f.path, Skip(f.path, LEFT_CAPTURE, st.st_size, st.st_mtime_ns))
+        elif f.status == "added" and start.at and max(st.st_ctime_ns, st.st_mtime_ns) < (
+                start.at - RACY_WINDOW_NS):
+            edits[f.path] = store.entry(capture.tree, f.path)
+    if not edits:
+        return files, start, capture
+    tree = store.edit_tree(start.tree, edits)
+    return ([f for f in files if f.path not in edits], start.model_copy(update={"tree": tree}),
+            Capture(capture.tree, skipped, capture.started))
+
+
+def _lstat_within(root: Path, rel: str) -> os.stat_result | None:
+    """``lstat`` of ``rel`` reached through real directories only; None if not there."""
+    current = root
+    try:
+        for part in rel.split("/")[:-1]:
+            current = current / part
+            if not stat.S_ISDIR(os.lstat(current).st_mode):
+                return None
+        return os.lstat(root / rel)
+    except OSError:
+        return None

@@ -16,7 +16,7 @@ import os
 import secrets
 from pathlib import Path
 
-SESSIONS_DIR = "sessions"  # <data-dir>/sessions, beside snapshot/ (the stores)
+from snapshotter.config import sessions_dir
 
 
 def kept_dir(data_dir: Path, session_id: str) -> str | None:
@@ -79,8 +79,8 @@ def _record_path(data_dir: Path, session_id: str) -> Path:
 
 
 def folder(data_dir: Path) -> Path:
-    """Where session records live (a capture of a worktree holding it leaves it out)."""
-    return data_dir / SESSIONS_DIR
+    """Where session records live (see config.sessions_dir)."""
+    return sessions_dir(data_dir)
 
 
 def _read(record: Path, session_id: str) -> str | None:

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from snapshotter.engine import Engine
 from snapshotter.errors import Conflict, NotFound, NothingToDo, StoreError
 from snapshotter.history import journal
 from snapshotter.history.records import Mark, RedoEntry, State, editing, load
 from snapshotter.models import Checkpoint, RestoreReport
 from snapshotter.store.restore import RestoreResult, check_path
 from snapshotter.store.shadow import Capture, Store
+from snapshotter.store.workspace import Workspace
 
 
 def default_session(store: Store) -> str | None:
@@ -35,7 +35,7 @@ def resolve_session(store: Store, *preferred: str | None) -> str:
     return found
 
 
-def undo_last(engine: Engine, session_id: str, *, force: bool = False,
+def undo_last(engine: Workspace, session_id: str, *, force: bool = False,
               dry_run: bool = False) -> RestoreReport:
     """Revert the session's newest not-undone top-level checkpoint."""
     with editing(engine.store) as state:
@@ -45,7 +45,7 @@ def undo_last(engine: Engine, session_id: str, *, force: bool = False,
         return _revert(engine, state, session_id, [target], "undo", force, dry_run)
 
 
-def reset(engine: Engine, session_id: str, keep: int | None, *, force: bool = False,
+def reset(engine: Workspace, session_id: str, keep: int | None, *, force: bool = False,
           dry_run: bool = False) -> RestoreReport:
     """Revert every checkpoint after ``keep`` (all of them when ``keep`` is None)."""
     with editing(engine.store) as state:
@@ -60,7 +60,7 @@ def reset(engine: Engine, session_id: str, keep: int | None, *, force: bool = Fa
         return _revert(engine, state, session_id, targets, "reset", force, dry_run)
 
 
-def restore_files(engine: Engine, session_id: str, checkpoint_id: int, paths: list[str], *,
+def restore_files(engine: Workspace, session_id: str, checkpoint_id: int, paths: list[str], *,
                   after: bool = False, force: bool = False,
                   dry_run: bool = False) -> RestoreReport:
     """Put ``paths`` back as they were before checkpoint ``checkpoint_id`` (``after``: after it).
@@ -97,7 +97,7 @@ def restore_files(engine: Engine, session_id: str, checkpoint_id: int, paths: li
         return _report(state, [cp.id], result, dry_run)
 
 
-def _expand(engine: Engine, state: State, cp: Checkpoint, trees: list[str],
+def _expand(engine: Workspace, state: State, cp: Checkpoint, trees: list[str],
             paths: list[str]) -> list[str]:
     """Worktree paths for ``paths``: files as given, directories as the files below them."""
     touched = {f.path for c in (cp, *state.children(cp.id)) for f in c.files}
@@ -116,7 +116,7 @@ def _expand(engine: Engine, state: State, cp: Checkpoint, trees: list[str],
     return sorted(chosen)
 
 
-def redo(engine: Engine, session_id: str, *, force: bool = False,
+def redo(engine: Workspace, session_id: str, *, force: bool = False,
          dry_run: bool = False) -> RestoreReport:
     """Put back what the session's last undo or reset took away."""
     with editing(engine.store) as state:
@@ -169,7 +169,7 @@ def _after(state: State, session_id: str, keep: int) -> list[Checkpoint]:
     return sorted(picked, key=lambda c: c.id)
 
 
-def _revert(engine: Engine, state: State, session_id: str, targets: list[Checkpoint],
+def _revert(engine: Workspace, state: State, session_id: str, targets: list[Checkpoint],
             op: str, force: bool, dry_run: bool) -> RestoreReport:
     # The newest checkpoint touching a path says what it must look like now;
     # the oldest one says what to put back.
@@ -201,7 +201,7 @@ def _revert(engine: Engine, state: State, session_id: str, targets: list[Checkpo
     return _report(state, ids, result, dry_run)
 
 
-def _safety(engine: Engine, paths: list[str]) -> Capture:
+def _safety(engine: Workspace, paths: list[str]) -> Capture:
     """The whole worktree now, plus every path the restore touches whatever rules say.
 
     A safety capture must see every path (so it is unscoped), and it must hold
@@ -210,17 +210,17 @@ def _safety(engine: Engine, paths: list[str]) -> Capture:
     """
     for path in paths:  # one unsafe path rejects it all before anything is written
         check_path(path)
-    capture = _unscoped(engine).capture()
+    capture = engine.unguarded().capture()
     return Capture(engine.store.hold(capture.tree, paths), capture.skipped, capture.started)
 
 
-def _after_tree(engine: Engine, safety: str, steps: list[tuple[str, list[str]]]) -> str:
+def _after_tree(engine: Workspace, safety: str, steps: list[tuple[str, list[str]]]) -> str:
     """What the worktree is once ``steps`` are restored over ``safety``."""
     return engine.store.edit_tree(
         safety, {p: engine.entry(tree, p) for tree, paths in steps for p in paths})
 
 
-def _rebase_open_spans(engine: Engine, state: State, tree: str, paths: list[str]) -> None:
+def _rebase_open_spans(engine: Workspace, state: State, tree: str, paths: list[str]) -> None:
     """An undo, redo or reset is nobody's edit: open turns and tools see it as done.
 
     Otherwise a turn open (in any session) while files are restored records the
@@ -236,14 +236,12 @@ def _rebase_open_spans(engine: Engine, state: State, tree: str, paths: list[str]
             mark.tree = rebased[mark.tree]
 
 
-def _with_paths_from(engine: Engine, base: str, source: str, paths: list[str]) -> str:
+def _with_paths_from(engine: Workspace, base: str, source: str, paths: list[str]) -> str:
     """``base`` with ``paths`` as they are in ``source`` (absent there: removed)."""
-    import pygit2
-
     try:
         changes = {path: engine.entry(source, path) for path in paths}
         return engine.store.edit_tree(base, changes)
-    except (pygit2.GitError, OSError, KeyError, ValueError, StoreError):
+    except (OSError, KeyError, ValueError, StoreError):  # (ObjectError is a StoreError)
         return base  # e.g. a file/directory clash: the span keeps its old start
 
 
@@ -261,7 +259,7 @@ def _group(path_to_tree: dict[str, str]) -> dict[str, list[str]]:
 
 
 def _refuse_changed(
-    engine: Engine, current: str, expected: dict[str, list[str]], force: bool
+    engine: Workspace, current: str, expected: dict[str, list[str]], force: bool
 ) -> list[str]:
     """Conflict unless every path is as ``expected`` says (tree → its paths).
 
@@ -281,7 +279,7 @@ def _refuse_changed(
     return changed
 
 
-def _plan(engine: Engine, steps: list[tuple[str, list[str]]]) -> RestoreResult:
+def _plan(engine: Workspace, steps: list[tuple[str, list[str]]]) -> RestoreResult:
     total = RestoreResult()
     for tree, paths in steps:
         done = engine.plan_restore(tree, paths)
@@ -291,18 +289,6 @@ def _plan(engine: Engine, steps: list[tuple[str, list[str]]]) -> RestoreResult:
     total.removed.sort()
     return total
 
-
-def _unscoped(engine: Engine) -> Engine:
-    """The same store over the whole worktree, with no cap on its number of files.
-
-    A safety capture must see every path; and the file cap and the home
-    directory guard protect first captures of the wrong directory, never the
-    way back from checkpoints that exist (recorded, say, with ``--arg
-    max_files`` where the CLI has no such cap).
-    """
-    whole = engine.with_scope("")
-    return Engine(whole.worktree, whole.store, whole.max_new_file_size, max_files=None,
-                  guard=False)
 
 
 def _report(state: State, ids: list[int], result: RestoreResult,

@@ -165,12 +165,12 @@ def _exit_on_signals() -> None:
 
 def _warm_up() -> None:
     """Import everything an event needs before the first one arrives."""
-    import pygit2  # noqa: F401
-
     import snapshotter.history.recorder
     import snapshotter.hooks.builtin  # noqa: F401
+    from snapshotter.git import objects
     from snapshotter.store import watch
 
+    objects.preload()
     watch.enable()  # this process captures the same worktrees again and again
 
 

@@ -2,26 +2,15 @@
 
 from __future__ import annotations
 
-import os
-import stat
 import unicodedata
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 from snapshotter.models import FileChange, Status
 from snapshotter.names import display, encode
-from snapshotter.store.shadow import EMPTY_TREE, RACY_WINDOW_NS, Capture, Store
-from snapshotter.store.walk import Skip
-
-if TYPE_CHECKING:
-    import pygit2
-
-    from snapshotter.history.records import Mark
+from snapshotter.store.shadow import Store
 
 _STATUS: dict[str, Status] = {"A": "added", "D": "deleted", "M": "modified", "T": "modified"}
-_ZERO_ID = bytes(20)  # a side that does not exist
 
 
 def changes(
@@ -35,63 +24,13 @@ def changes(
     if before == after:
         return []
     found: dict[str, Status] = {}
-    for delta in _diff(store, before, after).deltas:
-        path = delta.new_file.path or delta.old_file.path
+    for delta in store.objects.deltas(before, after):
+        path = delta.path
         if not in_scope(path):
             continue
-        status = _STATUS.get(delta.status_char(), "modified")
+        status = _STATUS.get(delta.status, "modified")
         found[path] = "modified" if path in found else status
     return [FileChange(path=p, status=s) for p, s in sorted(found.items())]
-
-
-LEFT_CAPTURE = "no longer captured: an ignore rule or the size limit leaves it out now"
-
-
-def settle(store: Store, start: Mark, capture: Capture,
-           files: list[FileChange]) -> tuple[list[FileChange], Mark, Capture]:
-    """The span's real changes: a file that was only re-classified is no change.
-
-    - ``deleted`` but still on disk: it left the capture because a rule changed
-      (#12.1). Reported as a skip, and the span's start is taken without it, so
-      undo never removes it.
-    - ``added`` but on disk, unchanged, since before the span began (ctime and
-      mtime older than the start capture): an ignore rule or ``git add`` made
-      it visible, the span did not write it (#13.6). The start gets it too, so
-      undo never deletes it.
-    Returns the files left, the start (its tree edited) and the capture (its
-    skips extended).
-    """
-    root = store.worktree.root
-    edits: dict[str, tuple[int, bytes] | None] = {}
-    skipped = dict(capture.skipped)
-    for f in files:
-        st = _lstat_within(root, f.path)
-        if st is None or stat.S_ISDIR(st.st_mode):
-            continue
-        if f.status == "deleted":
-            edits[f.path] = None
-            skipped.setdefault(f.path, Skip(f.path, LEFT_CAPTURE, st.st_size, st.st_mtime_ns))
-        elif f.status == "added" and start.at and max(st.st_ctime_ns, st.st_mtime_ns) < (
-                start.at - RACY_WINDOW_NS):
-            edits[f.path] = store.entry(capture.tree, f.path)
-    if not edits:
-        return files, start, capture
-    tree = store.edit_tree(start.tree, edits)
-    return ([f for f in files if f.path not in edits], start.model_copy(update={"tree": tree}),
-            Capture(capture.tree, skipped, capture.started))
-
-
-def _lstat_within(root: Path, rel: str) -> os.stat_result | None:
-    """``lstat`` of ``rel`` reached through real directories only; None if not there."""
-    current = root
-    try:
-        for part in rel.split("/")[:-1]:
-            current = current / part
-            if not stat.S_ISDIR(os.lstat(current).st_mode):
-                return None
-        return os.lstat(root / rel)
-    except OSError:
-        return None
 
 
 @dataclass
@@ -124,23 +63,23 @@ def file_diffs(
 ) -> list[FileDiff]:
     """Every path that differs from ``before`` to ``after`` and that ``keep`` wants."""
     found: dict[str, FileDiff] = {}
-    for patch in _patches(store, before, after):
+    for patch in store.objects.patches(before, after):
         delta = patch.delta
-        path = delta.new_file.path or delta.old_file.path
+        path = delta.path
         if not keep(path):
             continue
-        status = _STATUS.get(delta.status_char(), "modified")
-        _, adds, dels = patch.line_stats
-        old = None if status == "added" else _size(store, delta.old_file)
-        new = None if status == "deleted" else _size(store, delta.new_file)
+        status = _STATUS.get(delta.status, "modified")
+        adds, dels = patch.added, patch.removed
+        old = None if status == "added" else patch.old_size
+        new = None if status == "deleted" else patch.new_size
         prior = found.get(path)
         if prior is None:
-            found[path] = FileDiff(path, status, bool(delta.is_binary), adds, dels, old, new,
+            found[path] = FileDiff(path, status, bool(delta.binary), adds, dels, old, new,
                                    [patch.data])
             continue
         # The second half of a type change: one modified path, both patches.
         prior.status = "modified"
-        prior.binary = prior.binary or bool(delta.is_binary)
+        prior.binary = prior.binary or bool(delta.binary)
         prior.added += adds
         prior.removed += dels
         prior.old_size = prior.old_size if old is None else old
@@ -148,15 +87,6 @@ def file_diffs(
         prior.patches.append(patch.data)
     return list(found.values())
 
-
-def _size(store: Store, side: pygit2.DiffFile) -> int:
-    """The blob's size; libgit2 leaves it 0 when it did not load an unchanged blob."""
-    import pygit2
-
-    if side.size or side.id.raw == _ZERO_ID:
-        return int(side.size)
-    blob = store.repo[side.id]
-    return int(blob.size) if isinstance(blob, pygit2.Blob) else 0
 
 
 def _only(paths: Collection[str] | None) -> Callable[[str], bool]:
@@ -320,13 +250,3 @@ def _columns(text: str) -> int:
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
-
-def _patches(store: Store, before: str, after: str) -> list[pygit2.Patch]:
-    return [p for p in _diff(store, before, after) if p is not None]
-
-
-def _diff(store: Store, before: str, after: str) -> pygit2.Diff:
-    new = store.tree_object(after)
-    if before == EMPTY_TREE:  # may be absent from the store: diff against nothing
-        return new.diff_to_tree(swap=True)
-    return store.tree_object(before).diff_to_tree(new)

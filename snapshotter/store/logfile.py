@@ -7,8 +7,7 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path
 
-from snapshotter.config import private_dir
-from snapshotter.store.shadow import stores_dir
+from snapshotter.config import private_dir, stores_dir
 
 MAX_LOG_BYTES = 1024 * 1024
 

@@ -25,8 +25,9 @@ from pathlib import Path
 from snapshotter import progress
 from snapshotter.errors import UnsafePath
 from snapshotter.fileio import TEMP_PREFIX
+from snapshotter.git.kinds import MODE_EXEC, MODE_FILE, MODE_LINK, git_mode
+from snapshotter.git.objects import hash_bytes, hash_file
 from snapshotter.store.shadow import Store
-from snapshotter.store.walk import MODE_EXEC, MODE_LINK, git_mode
 
 Entry = tuple[int, bytes]  # (git mode, raw blob id)
 
@@ -115,8 +116,6 @@ def restore(
 
 def current(root: Path, rel: str) -> Entry | None:
     """What is at ``rel`` now, as a tree entry; None for nothing (or a directory)."""
-    import pygit2
-
     if not _parents_are_dirs(root, rel):
         return None
     path = root / rel
@@ -125,8 +124,8 @@ def current(root: Path, rel: str) -> Entry | None:
     if mode is None:
         return None
     if mode == MODE_LINK:
-        return (mode, pygit2.hash(os.fsencode(os.readlink(path))).raw)
-    return (mode, pygit2.hashfile(str(path)).raw)
+        return (mode, hash_bytes(os.fsencode(os.readlink(path))))
+    return (mode, hash_file(path))
 
 
 def _changed_since(store: Store, root: Path, rel: str, target: Entry | None,
@@ -219,14 +218,12 @@ def _ensure_parents(root: Path, rel: str) -> None:
 def _matches(
     store: Store, path: Path, st: os.stat_result | None, target: tuple[int, bytes]
 ) -> bool:
-    import pygit2
-
     mode, oid = target
     if st is None or git_mode(st.st_mode) != mode:
         return False
     if mode == MODE_LINK:
         return os.fsencode(os.readlink(path)) == store.blob(oid)
-    return pygit2.hashfile(str(path)).raw == oid
+    return hash_file(path) == oid
 
 
 def _write(store: Store, root: Path, rel: str, target: Entry, temp: str | None) -> bool:
@@ -242,13 +239,11 @@ def _write(store: Store, root: Path, rel: str, target: Entry, temp: str | None) 
     mode, oid = target
     if _matches(store, path, st, target):
         return False
-    if st is not None and mode != MODE_LINK and git_mode(st.st_mode) in (MODE_EXEC, 0o100644):
-        # Same kind of file: if only the exec bit differs, flip it in place.
-        import pygit2
-
-        if pygit2.hashfile(str(path)).raw == oid:
-            os.chmod(path, _file_mode(mode))
-            return True
+    same_kind = st is not None and mode != MODE_LINK and git_mode(st.st_mode) in (
+        MODE_EXEC, MODE_FILE)
+    if same_kind and hash_file(path) == oid:  # only the exec bit differs: flip it in place
+        os.chmod(path, _file_mode(mode))
+        return True
     tmp = path.parent / (temp or f"{TEMP_PREFIX}{secrets.token_hex(6)}")
     try:
         if mode == MODE_LINK:

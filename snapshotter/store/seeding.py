@@ -27,8 +27,9 @@ from pathlib import Path
 from snapshotter.git import index as gitindex
 from snapshotter.git import packs as packwriter
 from snapshotter.git.index import ASSUME_VALID, INTENT_TO_ADD, SKIP_WORKTREE, IndexEntry
+from snapshotter.git.kinds import BLOB, MODE_LINK
 from snapshotter.git.worktree import Worktree
-from snapshotter.store.walk import MODE_LINK, Stat
+from snapshotter.store.walk import Stat
 
 EMPTY_BLOB = bytes.fromhex("e69de29bb2d1d6434b8b29ae775ad8c2e48c5391")
 _STAGES = 0x3000
@@ -321,6 +322,6 @@ def _present(
             kind, size = odb.read_header(pygit2.Oid(raw=oid))
         except (KeyError, ValueError, pygit2.GitError):
             continue
-        if kind == packwriter.BLOB:
+        if kind == BLOB:
             sizes[oid] = size
     return {rel: oid for rel, oid in ids.items() if sizes.get(oid) == stale[rel][1]}

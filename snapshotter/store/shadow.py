@@ -14,33 +14,35 @@ import json
 import os
 import stat
 import time
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from snapshotter.config import stores_dir
 from snapshotter.errors import CaptureFailed, NotAProject, Refused, StoreError, TooManyFiles
 from snapshotter.fileio import remove_temp_files, write_atomic
 from snapshotter.git import packs as packwriter
 from snapshotter.git import trees as treebuild
 from snapshotter.git.ignore import global_excludes_file
+from snapshotter.git.kinds import (
+    BLOB,
+    EMPTY_TREE,
+    MODE_FILE,
+    MODE_LINK,
+    MODE_TREE,
+    TREE,
+    Entry,
+    git_mode,
+)
+from snapshotter.git.objects import ObjectDB, ObjectError, init_bare
 from snapshotter.git.worktree import Worktree, config_files, config_value
 from snapshotter.store import stat_cache as manifest_io
 from snapshotter.store import watch
-from snapshotter.store.walk import (
-    MODE_FILE,
-    MODE_LINK,
-    ScanResult,
-    Skip,
-    Stat,
-    git_mode,
-    rescan,
-    scan,
-)
+from snapshotter.store.walk import ScanResult, Skip, Stat, rescan, scan
 
 if TYPE_CHECKING:
     import filelock
-    import pygit2
 
 # A file modified this close to the start of a scan may change again without
 # its mtime moving (the kernel's clock is coarse), so its stat data is not
@@ -65,7 +67,6 @@ LOOSE_PACK_AT = 256
 # Files with other hard links are re-checked by stat on every watched capture
 # (a write through another name raises no event here); past this, just walk.
 MAX_LINKED = 1000
-EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 
 def _make_private(data_dir: Path, root: Path) -> None:
@@ -75,7 +76,7 @@ def _make_private(data_dir: Path, root: Path) -> None:
     is closed on open, contents included; from then on its directories alone
     keep other users out, whatever mode libgit2 gives the files within.
     """
-    from snapshotter.config import make_private_tree, private_dir
+    from snapshotter.config import make_private_tree, private_dir, stores_dir
 
     levels = (data_dir, stores_dir(data_dir), root)
     fixed = [d for d in levels if private_dir(d)]
@@ -87,10 +88,6 @@ def store_key(root: Path) -> str:
     import xxhash
 
     return str(xxhash.xxh3_64_hexdigest(os.fsencode(str(root))))
-
-
-def stores_dir(data_dir: Path) -> Path:
-    return data_dir / "snapshot"
 
 
 @dataclass
@@ -120,12 +117,19 @@ class Store:
     ) -> None:
         self.root = root
         self.worktree = worktree
-        self._repo: pygit2.Repository | None = None
+        self.objects = ObjectDB(root / "git")
         self._lock = lock  # shared between views of one store, so it stays re-entrant
 
     @classmethod
-    def open(cls, data_dir: Path, worktree: Worktree, *, create: bool = True) -> Store | None:
-        """The store of ``worktree``; None when it does not exist and ``create`` is off."""
+    def open(
+        cls, data_dir: Path, worktree: Worktree, *, create: bool = True,
+        recover: Callable[[Store], None] | None = None,
+    ) -> Store | None:
+        """The store of ``worktree``; None when it does not exist and ``create`` is off.
+
+        ``recover`` runs under the store lock once leftovers are cleared: the
+        journal (history) finishes a restore a killed process left half done.
+        """
         root = stores_dir(data_dir) / store_key(worktree.root)
         if not create and not (root / "git" / "HEAD").exists():
             return None
@@ -137,25 +141,16 @@ class Store:
         try:
             with store.locked():
                 store._init_repo()
+                if recover is not None:
+                    recover(store)
         except OSError as exc:  # read-only data dir, lock timeout (filelock's is an OSError)
             why = exc.strerror or str(exc)
             raise StoreError(f"cannot lock the store {root}: {why}") from exc
         return store
 
-    @property
-    def repo(self) -> pygit2.Repository:
-        if self._repo is None:
-            import pygit2
-
-            try:
-                self._repo = pygit2.Repository(str(self.root / "git"))
-            except pygit2.GitError as exc:
-                raise StoreError(f"cannot open the store {self.root}: {exc}") from exc
-        return self._repo
-
     def reopen(self) -> None:
         """Forget the open repository (after gc replaced its packs)."""
-        self._repo = None
+        self.objects.reopen()
 
     def locked(self) -> filelock.FileLock:
         """The store's lock. flock-based, so a killed holder never leaves it stuck."""
@@ -164,15 +159,13 @@ class Store:
         return self._lock
 
     def _init_repo(self) -> None:
-        import pygit2
-
         git_dir = self.root / "git"
         try:
             if not (git_dir / "HEAD").exists():
                 # The record first, byte-exact: no store without it (issue 13 §18).
                 (self.root / "worktree").write_bytes(os.fsencode(self.worktree.root) + b"\n")
-                pygit2.init_repository(str(git_dir), bare=True)
-        except (pygit2.GitError, OSError) as exc:
+                init_bare(git_dir)
+        except (ObjectError, OSError) as exc:
             raise StoreError(f"cannot create the store in {self.root}: {exc}") from exc
         self._recover()
 
@@ -183,10 +176,6 @@ class Store:
                 os.unlink(self.root / leftover)
         remove_temp_files(self.root)
         packwriter.clean_pack_dir(self.root / "git" / "objects" / "pack")
-        if _journalled(self.root):
-            from snapshotter.history import journal
-
-            journal.recover(self)
 
     # -- capture ---------------------------------------------------------
 
@@ -199,8 +188,6 @@ class Store:
         ``guard`` refuses what looks like a home directory (scan.py); a
         restore's safety capture turns it off: the way back is never refused.
         """
-        import pygit2
-
         with self.locked():
             refused = self._refused_before(max_files) if guard else False
             try:
@@ -208,7 +195,7 @@ class Store:
             except (NotAProject, TooManyFiles) as exc:
                 self._remember_refusal(str(exc), max_files)
                 raise
-            except pygit2.GitError as exc:
+            except ObjectError as exc:
                 raise CaptureFailed(str(exc)) from exc
             except OSError as exc:
                 raise CaptureFailed(f"{exc.strerror or exc}: {exc.filename or ''}") from exc
@@ -417,11 +404,11 @@ class Store:
                     continue  # the one-by-one path records why
                 if data is None:
                     continue  # replaced since the walk: the one-by-one path skips it
-                oid = packwriter.object_id(packwriter.BLOB, data)
+                oid = packwriter.object_id(BLOB, data)
                 found[rel] = oid
                 # No existence check: a miss costs libgit2 a pack rescan, far
                 # more than a duplicate that the next gc drops.
-                yield oid, packwriter.BLOB, data
+                yield oid, BLOB, data
 
         packwriter.write_pack(self.root / "git" / "objects" / "pack", blobs())
         self.reopen()
@@ -434,8 +421,6 @@ class Store:
         EINVAL when the file changes under it: issue 13.5, a lost event), and
         read again while the file changes under the read.
         """
-        import pygit2
-
         path = str(self.worktree.root / rel)
         try:
             kind = stat.S_IFMT(os.lstat(path).st_mode)
@@ -445,14 +430,14 @@ class Store:
                 skipped[rel] = Skip(rel, "changed while capturing")
                 return None
             if mode == MODE_LINK:
-                return self.put(packwriter.BLOB, os.fsencode(os.readlink(path)))
+                return self.put(BLOB, os.fsencode(os.readlink(path)))
             if os.lstat(path).st_size > BULK_MAX_FILE_BYTES:
                 return self._hash_big(path)
             data = read_stable(path)
             if data is None:
                 skipped[rel] = Skip(rel, "changed while capturing")
                 return None
-            return self.put(packwriter.BLOB, data)  # never a freshening write (#12.4)
+            return self.put(BLOB, data)  # never a freshening write (#12.4)
         except FileNotFoundError:
             return None  # vanished while we looked: it is simply not there any more
         except OSError as exc:
@@ -460,20 +445,18 @@ class Store:
                 skipped[rel] = Skip(rel, "changed while capturing")
                 return None
             self._unreadable(rel, path, exc, skipped)
-        except pygit2.GitError as exc:
+        except ObjectError as exc:
             self._unreadable(rel, path, exc, skipped)
         return None
 
     def _hash_big(self, path: str) -> bytes:
         """A file too big to hold in memory, streamed by libgit2; tried again while it
         changes under the read, then recorded as libgit2 last read it."""
-        import pygit2
-
         for _ in range(READ_RETRIES - 1):
             before = _stat_key(path)
             try:
                 oid = self.put_streamed(path)
-            except pygit2.GitError:
+            except ObjectError:
                 if _stat_key(path) != before:
                     continue  # changed under the read: read it again
                 raise
@@ -508,35 +491,22 @@ class Store:
         if incremental:
             root, trees, ids = treebuild.update(entries, old.trees, paths)
             for _oid, data in trees:
-                self.put(treebuild.TREE, data)
+                self.put(TREE, data)
             return root.hex(), ids, len(trees)
         root, trees, ids = treebuild.build(entries)
-        objects = ((oid, treebuild.TREE, data) for oid, data in trees)
+        objects = ((oid, TREE, data) for oid, data in trees)
         packwriter.write_pack(self.root / "git" / "objects" / "pack", objects)
         self.reopen()
         return root.hex(), ids, 0
 
     def _has(self, oid: str) -> bool:
-        try:
-            return oid in self.repo.odb
-        except ValueError:
-            return False
+        return self.objects.has(oid)
 
     # -- reading ---------------------------------------------------------
 
-    def entry(self, tree: str, rel: str) -> tuple[int, bytes] | None:
+    def entry(self, tree: str, rel: str) -> Entry | None:
         """(mode, raw blob id) at ``rel`` in ``tree``; None when absent or a directory."""
-        import pygit2
-
-        try:
-            obj = self.repo[tree]
-            assert isinstance(obj, pygit2.Tree)
-            item = obj[rel]
-        except (KeyError, ValueError):
-            return None
-        if item.filemode == pygit2.enums.FileMode.TREE:
-            return None
-        return (int(item.filemode), item.id.raw)
+        return self.objects.entry(tree, rel)
 
     def last_tree(self) -> str | None:
         """The tree of the newest capture of this worktree, by anyone; None before the first."""
@@ -545,26 +515,7 @@ class Store:
 
     def files_under(self, tree: str, directory: str) -> list[str]:
         """Every file path below ``directory`` in ``tree`` (none if it is not a directory there)."""
-        import pygit2
-
-        try:
-            root = self.tree_object(tree)
-            top: object = self.repo[root[directory].id] if directory else root
-        except (KeyError, ValueError, StoreError):
-            return []
-        found: list[str] = []
-        pending: list[tuple[str, object]] = [(directory, top)]
-        while pending:  # a loop, not recursion: trees may be thousands deep
-            prefix, node = pending.pop()
-            if not isinstance(node, pygit2.Tree):
-                continue
-            for child in node:
-                rel = f"{prefix}/{child.name}" if prefix else str(child.name)
-                if child.filemode == pygit2.enums.FileMode.TREE:
-                    pending.append((rel, self.repo[child.id]))
-                else:
-                    found.append(rel)
-        return sorted(found)
+        return self.objects.files_under(tree, directory)
 
     def edit_tree(self, base: str, changes: Mapping[str, tuple[int, bytes] | None]) -> str:
         """``base`` with each path set to (mode, blob id), or removed for None.
@@ -575,11 +526,9 @@ class Store:
         1,100 directories deep must be restorable (#13.3). A None for a path
         that is a directory in ``base`` leaves the directory alone.
         """
-        import pygit2
-
         try:
             return self._edit(base, changes)
-        except (pygit2.GitError, OSError) as exc:
+        except (ObjectError, OSError) as exc:
             raise StoreError(f"cannot write to the store {self.root}: {_why(exc)}") from exc
 
     def _edit(self, base: str, changes: Mapping[str, tuple[int, bytes] | None]) -> str:
@@ -605,7 +554,7 @@ class Store:
             for key, change in mine.items():
                 if change is not None:
                     items[key] = change
-                elif items.get(key, (0,))[0] != treebuild.MODE_TREE:
+                elif items.get(key, (0,))[0] != MODE_TREE:
                     items.pop(key, None)  # the file went (a directory is no file)
             for sub in children.get(d, ()):
                 key = os.fsencode(sub.rpartition("/")[2])
@@ -613,26 +562,22 @@ class Store:
                     continue  # a file now: nothing can live below it
                 subtree = new[sub]
                 if subtree is None:
-                    if items.get(key, (0,))[0] == treebuild.MODE_TREE:
+                    if items.get(key, (0,))[0] == MODE_TREE:
                         del items[key]  # git keeps no empty directories
                 else:
-                    items[key] = (treebuild.MODE_TREE, subtree)
-            new[d] = self.put(treebuild.TREE, treebuild.tree_bytes(items)) if items else None
+                    items[key] = (MODE_TREE, subtree)
+            new[d] = self.put(TREE, treebuild.tree_bytes(items)) if items else None
         return (new[""] or bytes.fromhex(EMPTY_TREE)).hex()
 
     def _subtree(self, tree: bytes | None, name: bytes) -> bytes | None:
         item = self._tree_items(tree).get(name)
-        return item[1] if item is not None and item[0] == treebuild.MODE_TREE else None
+        return item[1] if item is not None and item[0] == MODE_TREE else None
 
     def _tree_items(self, tree: bytes | None) -> dict[bytes, tuple[int, bytes]]:
         """name → (mode, raw id) of a stored tree; empty for None or the empty tree."""
-        import pygit2
-
-        if tree is None or tree == bytes.fromhex(EMPTY_TREE):
+        if tree is None:
             return {}
-        obj = self.repo[pygit2.Oid(raw=tree)]
-        assert isinstance(obj, pygit2.Tree)
-        return {e.raw_name or b"": (int(e.filemode), e.id.raw) for e in obj}
+        return dict(self.objects.tree_items(tree))
 
     # -- writing objects -------------------------------------------------
 
@@ -643,16 +588,9 @@ class Store:
         has (touches its file's mtime), and a pack or loose object hard-linked
         by seeding is the source repository's own file (#12.4).
         """
-        import pygit2
-
         oid = packwriter.object_id(kind, data)
-        repo = self.repo
-        if pygit2.Oid(raw=oid) in repo.odb:
-            return oid
-        if kind == packwriter.BLOB:
-            repo.create_blob(data)
-        else:
-            repo.odb.write(kind, data)
+        if not self.objects.has(oid):
+            self.objects.write(kind, data, oid)
         return oid
 
     def put_file(self, path: str) -> bytes:
@@ -665,17 +603,12 @@ class Store:
             if not stat.S_ISREG(st.st_mode):
                 raise OSError(f"{path} is not a regular file")
             if st.st_size <= BULK_MAX_FILE_BYTES:
-                return self.put(packwriter.BLOB, f.read())
+                return self.put(BLOB, f.read())
         return self.put_streamed(path)
 
     def put_streamed(self, path: str) -> bytes:
         """A file too big to hold in memory, streamed by libgit2 (see ``put``)."""
-        import pygit2
-
-        oid = pygit2.hashfile(path)
-        if oid not in self.repo.odb:
-            oid = self.repo.create_blob_fromdisk(path)
-        return oid.raw
+        return self.objects.write_file_streamed(path)
 
     def hold(self, tree: str, paths: Collection[str]) -> str:
         """``tree`` plus the current bytes of each of ``paths`` on disk that it lacks.
@@ -685,8 +618,6 @@ class Store:
         or the size limit made the capture leave out (#12.1). A file that
         cannot be read is refused, never overwritten.
         """
-        import pygit2
-
         found: dict[str, tuple[int, bytes] | None] = {}
         for rel in paths:
             if self.entry(tree, rel) is not None:
@@ -699,13 +630,13 @@ class Store:
                 if st is None or not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
                     continue  # nothing there (a directory is left alone by restores)
                 if stat.S_ISLNK(st.st_mode):
-                    found[rel] = (MODE_LINK, self.put(packwriter.BLOB,
+                    found[rel] = (MODE_LINK, self.put(BLOB,
                                                       os.fsencode(os.readlink(path))))
                 else:
                     found[rel] = (git_mode(st.st_mode) or MODE_FILE, self.put_file(path))
             except FileNotFoundError:
                 continue
-            except (OSError, pygit2.GitError) as exc:
+            except (OSError, ObjectError) as exc:
                 raise StoreError(f"cannot keep a copy of {rel} ({_why(exc)}), "
                                  "so it is not touched") from exc
         return self.edit_tree(tree, found) if found else tree
@@ -723,22 +654,8 @@ class Store:
         return os.path.join(current, rel.rpartition("/")[2])
 
     def blob(self, raw: bytes) -> bytes:
-        import pygit2
+        return self.objects.blob(raw)
 
-        obj = self.repo[pygit2.Oid(raw=raw)]
-        assert isinstance(obj, pygit2.Blob)
-        return obj.data
-
-    def tree_object(self, tree: str) -> pygit2.Tree:
-        import pygit2
-
-        try:
-            obj = self.repo[tree]
-        except (KeyError, ValueError) as exc:
-            raise StoreError(f"tree {tree} is missing from the store") from exc
-        if not isinstance(obj, pygit2.Tree):
-            raise StoreError(f"{tree} is not a tree")
-        return obj
 
 
 def _signature(paths: tuple[str, ...]) -> tuple[tuple[int, ...] | None, ...]:
@@ -757,18 +674,6 @@ def _signature(paths: tuple[str, ...]) -> tuple[tuple[int, ...] | None, ...]:
 def _why(exc: BaseException) -> str:
     return str(getattr(exc, "strerror", None) or exc)
 
-
-def _journalled(root: Path) -> bool:
-    """Whether state.json names a restore under way (read raw: no pydantic on every open).
-
-    ``"restoring": {`` can only be that key: quotes inside paths are escaped.
-    """
-    import re
-
-    try:
-        return re.search(rb'"restoring"\s*:\s*\{', (root / "state.json").read_bytes()) is not None
-    except OSError:
-        return False
 
 
 def _readable(path: str) -> bool | None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from snapshotter import progress
 from snapshotter.errors import NotAProject, TooManyFiles
 from snapshotter.git.ignore import IgnoreRules
+from snapshotter.git.kinds import MODE_EXEC, MODE_FILE, MODE_GITLINK, MODE_LINK
 from snapshotter.git.worktree import (
     RepoContext,
     Worktree,
@@ -31,11 +32,6 @@ from snapshotter.names import display
 # a dump, not a project (issue 16: a cap of 200,000 refused Chromium instead).
 UNTRACKED_GUARD = 100_000
 UNTRACKED_RATIO = 10
-
-MODE_FILE = 0o100644
-MODE_EXEC = 0o100755
-MODE_LINK = 0o120000
-MODE_GITLINK = 0o160000
 
 # mode, size, mtime_ns, ctime_ns, inode: what decides "unchanged" without reading.
 Stat = tuple[int, int, int, int, int]
@@ -65,14 +61,6 @@ class _Dir:
     ctx: RepoContext
     rules: IgnoreRules
     ignored: bool  # inside an ignored directory: only tracked paths count
-
-
-def git_mode(st_mode: int) -> int | None:
-    if stat.S_ISLNK(st_mode):
-        return MODE_LINK
-    if stat.S_ISREG(st_mode):
-        return MODE_EXEC if st_mode & stat.S_IXUSR else MODE_FILE
-    return None
 
 
 def scan(

@@ -268,7 +268,7 @@ class Watcher:
         Files whose stat data moved since the walk (before their watch was in
         place) mark their directory dirty in ``answer``.
         """
-        from snapshotter.store.walk import MODE_LINK
+        from snapshotter.git.kinds import MODE_LINK
 
         inodes = self._file_inodes
         for rel, st in answer.scan.entries.items():

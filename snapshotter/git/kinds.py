@@ -1,0 +1,39 @@
+"""Git's object kinds, file modes and id types: one definition each.
+
+Object ids travel as ``RawId`` (20 raw bytes: trees, packs and the stat
+cache hold them so) and as ``HexId`` where records and the CLI name a tree.
+"""
+
+from __future__ import annotations
+
+import stat
+from typing import NamedTuple, NewType
+
+RawId = NewType("RawId", bytes)
+HexId = NewType("HexId", str)
+
+TREE = 2  # git's object type numbers, as packs and libgit2 use them
+BLOB = 3
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+MODE_TREE = 0o40000
+MODE_FILE = 0o100644
+MODE_EXEC = 0o100755
+MODE_LINK = 0o120000
+MODE_GITLINK = 0o160000  # a submodule's commit: named by trees, never stored
+
+
+class Entry(NamedTuple):
+    """A file in a tree: its git mode and raw blob id."""
+
+    mode: int
+    oid: bytes
+
+
+def git_mode(st_mode: int) -> int | None:
+    """The tree mode git gives a file of this ``st_mode``; None for what git skips."""
+    if stat.S_ISLNK(st_mode):
+        return MODE_LINK
+    if stat.S_ISREG(st_mode):
+        return MODE_EXEC if st_mode & stat.S_IXUSR else MODE_FILE
+    return None

@@ -1,0 +1,301 @@
+"""Git objects through libgit2: the one door to pygit2 for the shadow store.
+
+Everything above this layer sees raw object ids (``bytes``), tree ids in hex
+(``str``, as records keep them), modes as ``int`` and our own error types:
+``pygit2.GitError`` is translated here into ``ObjectError`` and nowhere else.
+pygit2 is imported on first use, so a hook that never reads an object never
+pays for loading libgit2.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from snapshotter.errors import StoreError
+from snapshotter.git.kinds import BLOB, EMPTY_TREE, MODE_GITLINK, MODE_TREE, Entry
+
+if TYPE_CHECKING:
+    import pygit2
+
+class ObjectError(StoreError):
+    """libgit2 could not read or write an object of the store."""
+
+
+def _git_error() -> type[Exception]:
+    import pygit2
+
+    return pygit2.GitError
+
+
+def preload() -> None:
+    """Load libgit2 now (a long-lived process), not on its first object."""
+    import pygit2  # noqa: F401
+
+
+def hash_file(path: str | os.PathLike[str]) -> bytes:
+    """The raw blob id of a file's bytes, as git would store them (no filters)."""
+    import pygit2
+
+    try:
+        return bytes(pygit2.hashfile(os.fspath(path)).raw)
+    except pygit2.GitError as exc:
+        raise ObjectError(f"cannot read {os.fspath(path)}: {exc}") from exc
+
+
+def hash_bytes(data: bytes) -> bytes:
+    """The raw blob id of ``data``."""
+    import pygit2
+
+    return bytes(pygit2.hash(data).raw)
+
+
+def init_bare(git_dir: Path) -> None:
+    """Create an empty bare repository (the shadow: never a workdir, see MEASURED.md)."""
+    import pygit2
+
+    try:
+        pygit2.init_repository(str(git_dir), bare=True)
+    except pygit2.GitError as exc:
+        raise ObjectError(f"cannot create a repository in {git_dir}: {exc}") from exc
+
+
+class ObjectDB:
+    """The objects of one bare repository, opened on first use."""
+
+    def __init__(self, git_dir: Path) -> None:
+        self.git_dir = git_dir
+        self._repo: pygit2.Repository | None = None
+
+    @property
+    def repo(self) -> pygit2.Repository:
+        if self._repo is None:
+            import pygit2
+
+            try:
+                self._repo = pygit2.Repository(str(self.git_dir))
+            except pygit2.GitError as exc:
+                raise ObjectError(f"cannot open the store {self.git_dir.parent}: {exc}") from exc
+        return self._repo
+
+    def reopen(self) -> None:
+        """Forget the open repository, so packs written behind libgit2's back are seen."""
+        self._repo = None
+
+    # -- reading ----------------------------------------------------------
+
+    def has(self, oid: str | bytes) -> bool:
+        """Whether the object is stored (``oid`` raw or hex; a malformed id is absent)."""
+        import pygit2
+
+        try:
+            key = pygit2.Oid(raw=oid) if isinstance(oid, bytes) else oid
+            return key in self.repo.odb
+        except (ValueError, TypeError):
+            return False
+
+    def header(self, oid: bytes) -> tuple[int, int] | None:
+        """(type, size) of a stored object without inflating it; None when absent."""
+        import pygit2
+
+        try:
+            kind, size = self.repo.odb.read_header(pygit2.Oid(raw=oid))
+        except (KeyError, ValueError, pygit2.GitError):
+            return None
+        return int(kind), int(size)
+
+    def blob(self, oid: bytes) -> bytes:
+        """A blob's bytes."""
+        import pygit2
+
+        try:
+            obj = self.repo[pygit2.Oid(raw=oid)]
+        except (KeyError, ValueError, pygit2.GitError) as exc:
+            raise ObjectError(f"blob {oid.hex()} is missing from the store") from exc
+        if not isinstance(obj, pygit2.Blob):
+            raise ObjectError(f"{oid.hex()} is not a blob")
+        return bytes(obj.data)
+
+    def blob_size(self, oid: bytes) -> int:
+        found = self.header(oid)
+        return found[1] if found is not None else 0
+
+    def _tree(self, tree: str | bytes) -> pygit2.Tree:
+        import pygit2
+
+        try:
+            key = pygit2.Oid(raw=tree) if isinstance(tree, bytes) else tree
+            obj = self.repo[key]
+        except (KeyError, ValueError, pygit2.GitError) as exc:
+            name = tree.hex() if isinstance(tree, bytes) else tree
+            raise ObjectError(f"tree {name} is missing from the store") from exc
+        if not isinstance(obj, pygit2.Tree):
+            raise ObjectError(f"{tree!r} is not a tree")
+        return obj
+
+    def is_tree(self, tree: str) -> bool:
+        try:
+            self._tree(tree)
+        except ObjectError:
+            return False
+        return True
+
+    def tree_items(self, tree: bytes) -> dict[bytes, Entry]:
+        """name → (mode, raw id) of a stored tree; empty for the empty tree."""
+        if tree == bytes.fromhex(EMPTY_TREE):
+            return {}
+        return {e.raw_name or b"": Entry(int(e.filemode), e.id.raw) for e in self._tree(tree)}
+
+    def entry(self, tree: str, rel: str) -> Entry | None:
+        """The file at ``rel`` in ``tree``; None when absent or a directory."""
+        try:
+            item = self._tree(tree)[rel]
+        except (KeyError, ValueError, ObjectError):
+            return None
+        mode = int(item.filemode)
+        return None if mode == MODE_TREE else Entry(mode, item.id.raw)
+
+    def files_under(self, tree: str, directory: str) -> list[str]:
+        """Every file path below ``directory`` in ``tree`` (none if not a directory there)."""
+        import pygit2
+
+        try:
+            root = self._tree(tree)
+            top: object = self.repo[root[directory].id] if directory else root
+        except (KeyError, ValueError, ObjectError):
+            return []
+        found: list[str] = []
+        pending: list[tuple[str, object]] = [(directory, top)]
+        while pending:  # a loop, not recursion: trees may be thousands deep
+            prefix, node = pending.pop()
+            if not isinstance(node, pygit2.Tree):
+                continue
+            for child in node:
+                rel = f"{prefix}/{child.name}" if prefix else str(child.name)
+                if int(child.filemode) == MODE_TREE:
+                    pending.append((rel, self.repo[child.id]))
+                else:
+                    found.append(rel)
+        return sorted(found)
+
+    def reachable(self, trees: set[str], known: set[bytes] | None = None) -> Iterator[bytes]:
+        """Raw ids of every tree and blob reachable from ``trees`` (each once),
+        skipping what ``known`` holds and submodule commits (never stored)."""
+        seen: set[bytes] = set() if known is None else known
+        stack = [bytes.fromhex(t) for t in trees]
+        while stack:
+            oid = stack.pop()
+            if oid in seen:
+                continue
+            seen.add(oid)
+            yield oid
+            for entry in self.tree_items(oid).values():
+                if entry.mode == MODE_TREE:
+                    stack.append(entry.oid)
+                elif entry.mode != MODE_GITLINK and entry.oid not in seen:
+                    seen.add(entry.oid)
+                    yield entry.oid
+
+    # -- writing ----------------------------------------------------------
+
+    def write(self, kind: int, data: bytes, oid: bytes) -> None:
+        """Store an object whose id the caller computed (and found absent)."""
+        try:
+            if kind == BLOB:
+                self.repo.create_blob(data)
+            else:
+                self.repo.odb.write(kind, data)
+        except _git_error() as exc:
+            raise ObjectError(f"cannot write object {oid.hex()}: {exc}") from exc
+
+    def write_file_streamed(self, path: str) -> bytes:
+        """A file too big to hold in memory, streamed by libgit2, unless already stored."""
+        import pygit2
+
+        try:
+            oid = pygit2.hashfile(path)
+            if oid not in self.repo.odb:
+                oid = self.repo.create_blob_fromdisk(path)
+        except pygit2.GitError as exc:
+            raise ObjectError(f"cannot store {path}: {exc}") from exc
+        return bytes(oid.raw)
+
+    def pack(self, trees: set[str], only: set[bytes] | None, dest: Path) -> int:
+        """Write a pack of what ``trees`` reach (or of ``only``, each object alone) into
+        ``dest``; the number of objects packed."""
+        import pygit2
+
+        try:
+            builder = pygit2.PackBuilder(self.repo)
+            if only is None:
+                for tree in sorted(trees):
+                    builder.add_recur(pygit2.Oid(hex=tree))
+            else:
+                for raw in sorted(only):
+                    builder.add(pygit2.Oid(raw=raw))  # this object alone, not what it names
+            builder.write(str(dest))
+            return int(builder.written_objects_count)
+        except (pygit2.GitError, KeyError, ValueError) as exc:
+            raise ObjectError(f"cannot pack the store's objects: {exc}") from exc
+
+    # -- comparing --------------------------------------------------------
+
+    def deltas(self, before: str, after: str) -> list[Delta]:
+        """What differs between two trees, path by path (no patch text)."""
+        return [_delta(d) for d in self._diff(before, after).deltas]
+
+    def patches(self, before: str, after: str) -> list[Patch]:
+        """Unified patches between two trees, with line counts and blob sizes."""
+        found = []
+        for p in self._diff(before, after):
+            if p is None:
+                continue
+            d = p.delta
+            delta = _delta(d)
+            sizes = [self._size(side) for side in (d.old_file, d.new_file)]
+            _, adds, dels = p.line_stats
+            found.append(Patch(delta, int(adds), int(dels), sizes[0], sizes[1], bytes(p.data)))
+        return found
+
+    def _size(self, side: pygit2.DiffFile) -> int:
+        """The blob's size; libgit2 leaves it 0 when it did not load an unchanged blob."""
+        if side.size or side.id.raw == bytes(20):
+            return int(side.size)
+        return self.blob_size(side.id.raw)
+
+    def _diff(self, before: str, after: str) -> pygit2.Diff:
+        new = self._tree(after)
+        try:
+            if before == EMPTY_TREE:  # may be absent from the store: diff against nothing
+                return new.diff_to_tree(swap=True)
+            return self._tree(before).diff_to_tree(new)
+        except _git_error() as exc:
+            raise ObjectError(f"cannot compare {before} with {after}: {exc}") from exc
+
+
+@dataclass(frozen=True)
+class Delta:
+    """One path's change between two trees, as libgit2 reports it (a type change is two)."""
+
+    path: str
+    status: str  # git's letter: A, D, M, T ...
+    binary: bool
+
+
+@dataclass(frozen=True)
+class Patch:
+    """One delta's unified patch."""
+
+    delta: Delta
+    added: int
+    removed: int
+    old_size: int
+    new_size: int
+    data: bytes
+
+
+def _delta(d: pygit2.DiffDelta) -> Delta:
+    return Delta(d.new_file.path or d.old_file.path, d.status_char(), bool(d.is_binary))
