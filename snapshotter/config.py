@@ -9,6 +9,11 @@ from pathlib import Path
 from snapshotter.errors import BadInput
 
 DEFAULT_MAX_NEW_FILE_SIZE = 2 * 1024 * 1024
+# Retention (gc): sessions idle longer are dropped; checkpoints kept per session;
+# the size budget per store, met by dropping the oldest sessions.
+DEFAULT_MAX_AGE_DAYS = 30.0
+DEFAULT_MAX_CHECKPOINTS = 1000
+DEFAULT_MAX_STORE_BYTES = 1024**3
 # No cap on a worktree's files by default: Chromium-sized trees are projects
 # too. A home directory captured by mistake is refused another way (scan.py's
 # guard); an explicit cap replaces that guard.
@@ -42,6 +47,14 @@ def parse_size(text: str | int) -> int:
     if value < 0:
         raise BadInput(f"size must not be negative: {text!r}")
     return value
+
+
+def format_size(n: int) -> str:
+    """``n`` bytes the way help texts name sizes: 2MiB, 1GiB (what parse_size reads back)."""
+    for unit, size in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if n >= size and n % size == 0:
+            return f"{n // size}{unit}"
+    return f"{n}B"
 
 
 def private_dir(path: Path) -> bool:

@@ -10,11 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
+from snapshotter.config import (
+    DEFAULT_MAX_AGE_DAYS,
+    DEFAULT_MAX_CHECKPOINTS,
+    DEFAULT_MAX_STORE_BYTES,
+)
 from snapshotter.history.records import State
-
-DEFAULT_MAX_AGE_DAYS = 30.0
-DEFAULT_MAX_CHECKPOINTS = 1000
-DEFAULT_MAX_STORE_BYTES = 1024**3
 
 
 @dataclass(frozen=True)

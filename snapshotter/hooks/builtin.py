@@ -7,8 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from snapshotter.config import (
+    DEFAULT_MAX_AGE_DAYS,
+    DEFAULT_MAX_CHECKPOINTS,
     DEFAULT_MAX_FILES,
     DEFAULT_MAX_NEW_FILE_SIZE,
+    DEFAULT_MAX_STORE_BYTES,
     data_dir,
     parse_size,
 )
@@ -17,12 +20,7 @@ from snapshotter.errors import BadInput, NotAWorktree, NothingToDo, SnapshotterE
 from snapshotter.history import sessions as session_scope
 from snapshotter.history import undo as history
 from snapshotter.history.recorder import Recorder
-from snapshotter.history.retention import (
-    DEFAULT_MAX_AGE_DAYS,
-    DEFAULT_MAX_CHECKPOINTS,
-    DEFAULT_MAX_STORE_BYTES,
-    Policy,
-)
+from snapshotter.history.retention import Policy
 from snapshotter.hooks import events as ev
 from snapshotter.hooks.events import HookInput, HookOutput
 from snapshotter.hooks.registry import HookDefinition, HooksConfig, Registry

@@ -1,0 +1,79 @@
+"""What every command shares: the context object and the common options."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from snapshotter.config import DEFAULT_MAX_NEW_FILE_SIZE, format_size
+
+if TYPE_CHECKING:
+    from snapshotter.engine import Engine
+
+
+class Ctx:
+    def __init__(self, data_dir: str | None, verbose: bool) -> None:
+        self.data_dir_opt = data_dir
+        self.verbose = verbose
+
+    @property
+    def data_dir(self) -> Path:
+        from snapshotter.config import data_dir
+        from snapshotter.errors import BadInput
+
+        found = data_dir(self.data_dir_opt)
+        if found.exists() and not found.is_dir():
+            raise BadInput(f"the data directory {found} is a file; name a directory "
+                           "(--data-dir or $SNAPSHOTTER_DATA_DIR)")
+        return found
+
+    def engine(
+        self, directory: str, *, create: bool = True, max_size: str | None = None
+    ) -> Engine:
+        """The worktree's engine; without ``create``, NothingToDo when it has no store."""
+        from snapshotter.config import DEFAULT_MAX_NEW_FILE_SIZE, parse_size
+        from snapshotter.engine import Engine, open_existing
+
+        limit = parse_size(max_size) if max_size else DEFAULT_MAX_NEW_FILE_SIZE
+        if not create:
+            return open_existing(directory, data_dir_path=self.data_dir, max_new_file_size=limit)
+        engine = Engine.open(directory, data_dir_path=self.data_dir, max_new_file_size=limit)
+        assert engine is not None  # create=True always opens one
+        return engine
+
+    def session(self, engine: Engine, explicit: str | None) -> str:
+        from snapshotter.history.undo import resolve_session
+
+        return resolve_session(engine.store, explicit)
+
+
+pass_ctx = click.make_pass_decorator(Ctx)
+dir_option = click.option("-C", "directory", default=".", metavar="DIR",
+                          help="Run as if started in DIR (default: current directory).")
+session_option = click.option("--session", "session_id", metavar="ID",
+                              help="Session to act on (default: the newest one here).")
+json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+dry_run_option = click.option("--dry-run", is_flag=True,
+                              help="Show what would change; change nothing.")
+force_option = click.option("--force", is_flag=True,
+                            help="Overwrite files changed since the checkpoint (redo undoes this).")
+size_option = click.option("--max-new-file-size", "max_size", metavar="SIZE",
+                           help="Skip new untracked files larger than SIZE "
+                           f"(default {format_size(DEFAULT_MAX_NEW_FILE_SIZE)}).")
+
+
+def restore_options(fn: Callable[..., None]) -> Callable[..., None]:
+    """The options undo, redo and reset share (SPEC §7)."""
+    for option in (pass_ctx, json_option, force_option, dry_run_option, session_option,
+                   dir_option):
+        fn = option(fn)
+    return fn
+
+
+max_files_option = click.option(
+    "--max-files", type=int, default=None, metavar="N",
+    help="Refuse worktrees with more files than N. Without it there is no cap, but a home "
+         "directory, or far more untracked files than tracked ones, is refused.")

@@ -1,0 +1,151 @@
+"""Commands that look: `list`, `show`, `diff`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+import click
+
+from snapshotter.cli.context import (
+    Ctx,
+    dir_option,
+    json_option,
+    pass_ctx,
+    session_option,
+)
+
+if TYPE_CHECKING:
+    from snapshotter.store.workspace import Workspace
+
+
+@click.command("list")
+@dir_option
+@session_option
+@click.option("--all", "all_sessions", is_flag=True, help="List every session's checkpoints.")
+@json_option
+@pass_ctx
+def list_(
+    c: Ctx, directory: str, session_id: str | None, all_sessions: bool, as_json: bool
+) -> None:
+    """List checkpoints, newest session by default; tools indented under turns."""
+    from snapshotter.cli import output
+    from snapshotter.errors import NothingToDo
+    from snapshotter.history.undo import list_checkpoints
+
+    if all_sessions and session_id:
+        raise click.UsageError("give --session ID or --all, not both")
+    try:
+        engine = c.engine(directory, create=False)
+        everyone = list_checkpoints(engine.store, None)
+        session = None if all_sessions else c.session(engine, session_id)
+    except NothingToDo:
+        everyone, session = [], None
+    cps = [cp for cp in everyone if session is None or cp.session_id == session]
+    if as_json:
+        output.emit_json([cp.model_dump(mode="json") for cp in cps])
+        return
+    others = len({cp.session_id for cp in everyone} - {session})
+    output.checkpoints(cps, show_session=all_sessions, session=session, others=others)
+
+
+def _checkpoint(c: Ctx, directory: str, checkpoint_id: int | None) -> tuple[Workspace, Any]:
+    """The worktree's engine and the checkpoint named (default: the session's newest)."""
+    from snapshotter.errors import NotFound, NothingToDo
+    from snapshotter.history.lookup import find_checkpoint
+
+    try:
+        engine = c.engine(directory, create=False)
+    except NothingToDo:
+        if checkpoint_id is None:
+            raise
+        # An id the user named that does not exist is an error (1), not "nothing to do".
+        raise NotFound(f"no checkpoint {checkpoint_id} in this worktree "
+                       "(no snapshots recorded here yet)") from None
+    return engine, find_checkpoint(engine, checkpoint_id)
+
+
+@click.command()
+@click.argument("checkpoint_id", type=int, metavar="ID")
+@dir_option
+@json_option
+@pass_ctx
+def show(c: Ctx, checkpoint_id: int, directory: str, as_json: bool) -> None:
+    """Show one checkpoint's files, with their status and any skipped files."""
+    from snapshotter.cli import output
+
+    _, cp = _checkpoint(c, directory, checkpoint_id)
+    if as_json:
+        output.emit_json(cp.model_dump(mode="json"))
+    else:
+        output.checkpoint_detail(cp)
+
+
+def _diff_target(_ctx: click.Context, _param: click.Parameter,
+                 value: str | None) -> tuple[int, bool] | None:
+    """``ID`` (before → after) or ``ID..`` (before → the worktree now), as (id, to_now)."""
+    if value is None:
+        return None
+    to_now = value.endswith("..")
+    number = value[:-2] if to_now else value
+    if not (number.isascii() and number.isdigit()):
+        raise click.BadParameter(f"{value!r} is not a checkpoint: give ID or ID..")
+    return int(number), to_now
+
+
+@click.command()
+@click.argument("target", required=False, metavar="[ID | ID..]", callback=_diff_target)
+@dir_option
+@click.option("--to-now", is_flag=True,
+              help="From the checkpoint's before to the worktree now (same as ID..).")
+@click.option("--stat", is_flag=True, help="One line per file, as git diff --stat.")
+@json_option
+@click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto",
+              show_default=True, help="Colour the output (auto: only on a terminal, "
+              "not with NO_COLOR set).")
+@click.option("--no-pager", is_flag=True, help="Never page the output.")
+@pass_ctx
+def diff(c: Ctx, target: tuple[int, bool] | None, directory: str, to_now: bool, stat: bool,
+         as_json: bool, color: Literal["auto", "always", "never"], no_pager: bool) -> None:
+    """Show what checkpoint ID changed (default: the newest one), as a unified diff.
+
+    Without --to-now: the checkpoint's own files, before → after it.
+
+    With --to-now (or ID..): from before the checkpoint to the worktree as it
+    is now, later edits by you included. A fresh capture is taken and every
+    file that differs is shown, not only the checkpoint's own files, within
+    the directory its session works in (else -C DIR's). New files too large
+    to capture are named on stderr, not diffed.
+
+    --stat lays out columns as git does: COLUMNS, else the terminal's width,
+    else 80; binary files show their sizes (Bin OLD -> NEW bytes).
+
+    --json prints {checkpoint, from, to, to_now, files, skipped}: each file
+    with path, status (added/modified/deleted), binary, added and removed
+    line counts (null for a binary file), old_size and new_size in bytes
+    (null where the file does not exist).
+
+    On a terminal the output is coloured as git colours it and goes through
+    a pager: $SNAPSHOTTER_PAGER, else $PAGER, else "less -FRX" (LESS=FRX is
+    set when LESS is unset); "" or "cat" means none. Not on a terminal:
+    no colour (unless --color=always) and no pager.
+    """
+    from snapshotter.cli import output, terminal
+    from snapshotter.history.lookup import diff_end
+    from snapshotter.names import display, encode
+    from snapshotter.store import changes
+
+    checkpoint_id, dots = target if target is not None else (None, False)
+    engine, cp = _checkpoint(c, directory, checkpoint_id)
+    to, keep, skipped = diff_end(engine, c.data_dir, cp, to_now or dots)
+    diffs = changes.file_diffs(engine.store, cp.before, to, keep)
+    if as_json:
+        output.emit_json({"checkpoint": cp.id, "from": cp.before, "to": to,
+                          "to_now": to_now or dots, "files": [d.as_json() for d in diffs],
+                          "skipped": [{"path": encode(p), "reason": r} for p, r in skipped]})
+        return
+    for path, reason in skipped:
+        output.error(f"not in this diff: {display(path)} (skipped: {reason})")
+    hue = terminal.use_color(color)
+    data = (changes.stat_text(diffs, terminal.columns(), hue) if stat
+            else changes.patch_text(diffs, hue))
+    terminal.emit(data, page=not no_pager)
