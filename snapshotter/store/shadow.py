@@ -37,8 +37,7 @@ from snapshotter.git.kinds import (
 )
 from snapshotter.git.objects import ObjectDB, ObjectError, init_bare
 from snapshotter.git.worktree import Worktree, config_files, config_value
-from snapshotter.store import stat_cache as manifest_io
-from snapshotter.store import watch
+from snapshotter.store import stat_cache, watch
 from snapshotter.store.walk import ScanResult, Skip, Stat, rescan, scan
 
 if TYPE_CHECKING:
@@ -239,6 +238,7 @@ class Store:
 
     def _capture(self, limit: int, excluded: frozenset[str], max_files: int | None,
                  guard: bool = True) -> Capture:
+        """The capture pipeline, one named step each (the store lock is held)."""
         # A killed restore's temp files are not special here (#13.4: a user's file
         # may look like one): the journal names them and recovery removes them.
         key = (self.worktree.scope, limit, excluded, max_files)
@@ -247,51 +247,59 @@ class Store:
         if watched is not None and watched.last is not None and not watched.last.dirty:
             watched.watcher.remember(key, watched.last)  # nothing happened since
             return Capture(watched.last.tree, dict(watched.last.scan.skipped), started)
-        manifest_path = self.root / "manifest"
-        old = manifest_io.load(manifest_path)
+        old = stat_cache.load(self.root / "manifest")
         result = self._walk(watched, old, limit, excluded, max_files, guard)
-        entries: dict[str, manifest_io.Entry] = {}
-        changed: dict[str, manifest_io.Entry] = {}
-        stale = []
-        for rel, st in result.entries.items():
-            prior = old.entries.get(rel)
-            if prior is not None and prior[2] != 0 and prior[:5] == st:
-                entries[rel] = prior
-            else:
-                stale.append((rel, st, prior))
-        known = self._many_ids(stale, result.entries)
-        loose = old.loose
-        for rel, st, prior in stale:
-            oid = known.get(rel)
-            if oid is None:
-                oid = self._hash(rel, st[0], result.skipped)
-                loose += oid is not None
-            if oid is None:
-                continue
-            racy = st[2] >= started - RACY_WINDOW_NS
-            entry = (st[0], st[1], 0 if racy else st[2], st[3], st[4], oid)
-            entries[rel] = entry
-            if prior is None or prior[0] != entry[0] or prior[5] != oid:
-                changed[rel] = entry
-        if self.worktree.scope:
-            for rel, entry in old.entries.items():
-                if not self.worktree.in_scope(rel):
-                    entries[rel] = entry
+        entries, stale = _reuse_unchanged(old, result)
+        changed, written = self._hash_stale(stale, result, started, entries)
+        self._keep_out_of_scope(old, entries)
         removed = [rel for rel in old.entries if rel not in entries]
-        tree, trees = old.tree, old.trees
-        if tree is None or changed or removed or not trees or not self._has(tree):
-            tree, trees, written = self._write_trees(old, entries, [*changed, *removed])
-            loose += written
-        if loose >= LOOSE_PACK_AT:
-            loose = self._pack_loose()
-        if (tree != old.tree or trees != old.trees or entries != old.entries
-                or loose != old.loose):
-            manifest_io.save(manifest_path, manifest_io.Manifest(tree, entries, trees, loose))
+        tree, trees, trees_written = self._trees(old, entries, [*changed, *removed])
+        loose = self._pack_if_many(old.loose + written + trees_written)
+        new = stat_cache.Manifest(tree, entries, trees, loose)
+        if new != old:
+            stat_cache.save(self.root / "manifest", new)
         if watched is not None and not result.nested and len(result.linked) <= MAX_LINKED:
             # Nested repositories have rule files of their own: those always walk.
             watched.watcher.remember(key, watch.Remembered(watched.files, watched.env, tree,
                                                            result))
         return Capture(tree, result.skipped, started)
+
+    def _hash_stale(self, stale: list[tuple[str, Stat, stat_cache.Entry | None]],
+                    result: ScanResult, started: int, entries: dict[str, stat_cache.Entry]
+                    ) -> tuple[dict[str, stat_cache.Entry], int]:
+        """Blob ids for the files whose stat data moved: seeded or packed in bulk,
+        else one by one. Adds them to ``entries``; (what changed, loose objects written)."""
+        known = self._many_ids(stale, result.entries)
+        changed: dict[str, stat_cache.Entry] = {}
+        written = 0
+        for rel, st, prior in stale:
+            oid = known.get(rel)
+            if oid is None:
+                oid = self._hash(rel, st[0], result.skipped)
+                written += oid is not None
+            if oid is None:
+                continue
+            entry = stat_cache.entry(st, oid, racy=st[2] >= started - RACY_WINDOW_NS)
+            entries[rel] = entry
+            if prior is None or prior[0] != entry[0] or prior[5] != oid:
+                changed[rel] = entry
+        return changed, written
+
+    def _keep_out_of_scope(self, old: stat_cache.Manifest,
+                           entries: dict[str, stat_cache.Entry]) -> None:
+        """A scoped capture walks its subtree only: the rest stays as last captured."""
+        if self.worktree.scope:
+            for rel, entry in old.entries.items():
+                if not self.worktree.in_scope(rel):
+                    entries[rel] = entry
+
+    def _trees(self, old: stat_cache.Manifest, entries: dict[str, stat_cache.Entry],
+               paths: list[str]) -> tuple[str, dict[str, bytes], int]:
+        """The root tree of ``entries``: the last one when nothing moved, else rebuilt
+        above ``paths``; (root tree, directory → tree id, loose objects written)."""
+        if old.tree is not None and not paths and old.trees and self._has(old.tree):
+            return old.tree, old.trees, 0
+        return self._write_trees(old, entries, paths)
 
     def _watched(self, key: tuple[object, ...]) -> _Watched | None:
         """What this process's watcher knows of the worktree, if it watches it."""
@@ -308,7 +316,7 @@ class Store:
         files = self._rule_files()
         return _Watched(watcher, None, files, _signature(files))  # stat data before the walk
 
-    def _walk(self, watched: _Watched | None, old: manifest_io.Manifest, limit: int,
+    def _walk(self, watched: _Watched | None, old: stat_cache.Manifest, limit: int,
               excluded: frozenset[str], max_files: int | None, guard: bool) -> ScanResult:
         """Only the directories the watcher saw change, if it can say; else everything."""
         on_dir = watched.watcher.watch_dir if watched is not None else None
@@ -353,12 +361,14 @@ class Store:
                 found.add(os.path.dirname(path))
         return found
 
-    def _pack_loose(self) -> int:
+    def _pack_if_many(self, loose: int) -> int:
         """Loose objects into one pack, so many small checkpoints cost bytes, not blocks.
 
         Each loose object takes a whole filesystem block: a one-line edit
         four levels deep wrote ~24 KB before. Returns the new loose count.
         """
+        if loose < LOOSE_PACK_AT:
+            return loose
         from snapshotter import gc
 
         try:
@@ -475,7 +485,7 @@ class Store:
         skipped[rel] = Skip(rel, f"unreadable: {getattr(exc, 'strerror', None) or exc}")
 
     def _write_trees(
-        self, old: manifest_io.Manifest, entries: dict[str, manifest_io.Entry], paths: list[str]
+        self, old: stat_cache.Manifest, entries: dict[str, stat_cache.Entry], paths: list[str]
     ) -> tuple[str, dict[str, bytes], int]:
         """(root tree, directory -> tree id, loose objects written) for ``entries``.
 
@@ -510,7 +520,7 @@ class Store:
 
     def last_tree(self) -> str | None:
         """The tree of the newest capture of this worktree, by anyone; None before the first."""
-        tree = manifest_io.load(self.root / "manifest").tree
+        tree = stat_cache.load(self.root / "manifest").tree
         return tree if tree is not None and self._has(tree) else None
 
     def files_under(self, tree: str, directory: str) -> list[str]:
@@ -656,6 +666,22 @@ class Store:
     def blob(self, raw: bytes) -> bytes:
         return self.objects.blob(raw)
 
+
+
+def _reuse_unchanged(old: stat_cache.Manifest, result: ScanResult
+                     ) -> tuple[dict[str, stat_cache.Entry], list[tuple[str, Stat,
+                                                                   stat_cache.Entry | None]]]:
+    """Entries whose stat data still matches the cache (trusted without a read), and the
+    rest as (path, stat data now, cached entry or None): those are hashed."""
+    entries: dict[str, stat_cache.Entry] = {}
+    stale = []
+    for rel, st in result.entries.items():
+        prior = old.entries.get(rel)
+        if prior is not None and stat_cache.trusted(prior) and prior[:5] == st:
+            entries[rel] = prior
+        else:
+            stale.append((rel, st, prior))
+    return entries, stale
 
 
 def _signature(paths: tuple[str, ...]) -> tuple[tuple[int, ...] | None, ...]:

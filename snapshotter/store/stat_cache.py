@@ -15,8 +15,24 @@ from snapshotter.fileio import write_atomic
 
 VERSION = 1
 
-# Stat data followed by the raw blob id.
+# Stat data as the walk reads it (walk.Stat: mode, size, mtime_ns, ctime_ns, inode)
+# followed by the raw blob id. Plain tuples, not NamedTuples: marshal stores
+# only exact tuples, and a 500k-file cache is built and compared on every capture.
 Entry = tuple[int, int, int, int, int, bytes]
+# An mtime of UNTRUSTED in a cached entry marks a file written so close to its
+# capture that its stat data may not move on the next write ("racy git"): the
+# next capture reads it again instead of trusting its stat data.
+UNTRUSTED = 0
+
+
+def entry(st: tuple[int, int, int, int, int], oid: bytes, *, racy: bool) -> Entry:
+    """A cache entry for a file hashed now; ``racy`` ones are read again next time."""
+    return (st[0], st[1], UNTRUSTED if racy else st[2], st[3], st[4], oid)
+
+
+def trusted(cached: Entry) -> bool:
+    """Whether a cached entry's stat data may stand for its bytes."""
+    return cached[2] != UNTRUSTED
 
 
 @dataclass
