@@ -1,4 +1,5 @@
-"""Tree objects built in memory: a whole snapshot at once, or just what changed.
+"""Tree objects: the one writer of tree bytes, for a whole snapshot at once, for just
+what changed since the last build, or as edits of a stored tree.
 
 libgit2 writes each tree of a full rebuild as a loose object, about a
 second per 500 trees on this kind of disk; hashing them here and packing them
@@ -10,9 +11,9 @@ re-hashes only the trees on their way to the root.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from snapshotter.git.kinds import MODE_TREE, TREE
+from snapshotter.git.kinds import EMPTY_TREE, MODE_TREE, TREE
 from snapshotter.git.packs import object_id
 
 # path -> a record whose first item is the mode and last item the raw blob id
@@ -64,6 +65,63 @@ def update(entries: Entries, trees: Mapping[str, bytes], paths: Iterable[str],
         written.append((oid, data))
         ids[directory] = oid
     return ids[""], written, ids
+
+
+Items = dict[bytes, tuple[int, bytes]]
+
+
+def edit(base: str, changes: Mapping[str, tuple[int, bytes] | None],
+         read: Callable[[bytes], Items], write: Callable[[bytes], bytes]) -> str:
+    """The stored tree ``base`` with each path set to (mode, blob id), or removed for None.
+
+    Only the trees on the way from the changed paths to the root are read
+    (``read``: a stored tree's items) and written (``write``: a tree's bytes,
+    its id back). A loop over directories, deepest first, never a recursion:
+    trees 1,100 directories deep must be editable (#13.3). A None for a path
+    that is a directory in ``base`` leaves the directory alone.
+    """
+    empty = bytes.fromhex(EMPTY_TREE)
+
+    def items_of(tree: bytes | None) -> Items:
+        return {} if tree is None or tree == empty else read(tree)
+
+    dirs = {""}
+    files: dict[str, dict[bytes, tuple[int, bytes] | None]] = {}
+    for path, change in changes.items():
+        parent, _, name = path.rpartition("/")
+        files.setdefault(parent, {})[os.fsencode(name)] = change
+        while parent not in dirs:
+            dirs.add(parent)
+            parent = parent.rpartition("/")[0]
+    by_depth = sorted(dirs, key=lambda d: (d.count("/") + bool(d), d))
+    children: dict[str, list[str]] = {}
+    old: dict[str, bytes | None] = {"": bytes.fromhex(base)}
+    for d in by_depth[1:]:  # parents first: each directory's tree id in ``base``
+        parent, _, name = d.rpartition("/")
+        children.setdefault(parent, []).append(d)
+        item = items_of(old[parent]).get(os.fsencode(name))
+        old[d] = item[1] if item is not None and item[0] == MODE_TREE else None
+    new: dict[str, bytes | None] = {}
+    for d in reversed(by_depth):  # children first: each directory's new tree
+        items = items_of(old[d])
+        mine = files.get(d, {})
+        for key, change in mine.items():
+            if change is not None:
+                items[key] = change
+            elif items.get(key, (0,))[0] != MODE_TREE:
+                items.pop(key, None)  # the file went (a directory is no file)
+        for sub in children.get(d, ()):
+            key = os.fsencode(sub.rpartition("/")[2])
+            if mine.get(key) is not None:
+                continue  # a file now: nothing can live below it
+            subtree = new[sub]
+            if subtree is None:
+                if items.get(key, (0,))[0] == MODE_TREE:
+                    del items[key]  # git keeps no empty directories
+            else:
+                items[key] = (MODE_TREE, subtree)
+        new[d] = write(tree_bytes(items)) if items else None
+    return (new[""] or empty).hex()
 
 
 def tree_bytes(items: Mapping[bytes, tuple[int, bytes]]) -> bytes:

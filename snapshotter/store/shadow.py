@@ -27,10 +27,8 @@ from snapshotter.git import trees as treebuild
 from snapshotter.git.ignore import global_excludes_file
 from snapshotter.git.kinds import (
     BLOB,
-    EMPTY_TREE,
     MODE_FILE,
     MODE_LINK,
-    MODE_TREE,
     TREE,
     Entry,
     git_mode,
@@ -531,62 +529,16 @@ class Store:
         """``base`` with each path set to (mode, blob id), or removed for None.
 
         Only the trees on the way from the changed paths to the root are read
-        and written: an undo on a 50k-file worktree need not rebuild them all.
-        A loop over directories, deepest first, never a recursion: a checkpoint
-        1,100 directories deep must be restorable (#13.3). A None for a path
-        that is a directory in ``base`` leaves the directory alone.
+        and written (trees.edit): an undo on a 50k-file worktree need not
+        rebuild them all.
         """
         try:
-            return self._edit(base, changes)
+            return treebuild.edit(base, changes, self._tree_items,
+                                  lambda data: self.put(TREE, data))
         except (ObjectError, OSError) as exc:
             raise StoreError(f"cannot write to the store {self.root}: {_why(exc)}") from exc
 
-    def _edit(self, base: str, changes: Mapping[str, tuple[int, bytes] | None]) -> str:
-        dirs = {""}
-        files: dict[str, dict[bytes, tuple[int, bytes] | None]] = {}
-        for path, change in changes.items():
-            parent, _, name = path.rpartition("/")
-            files.setdefault(parent, {})[os.fsencode(name)] = change
-            while parent not in dirs:
-                dirs.add(parent)
-                parent = parent.rpartition("/")[0]
-        by_depth = sorted(dirs, key=lambda d: (d.count("/") + bool(d), d))
-        children: dict[str, list[str]] = {}
-        old: dict[str, bytes | None] = {"": bytes.fromhex(base)}
-        for d in by_depth[1:]:  # parents first: each directory's tree id in ``base``
-            parent, _, name = d.rpartition("/")
-            children.setdefault(parent, []).append(d)
-            old[d] = self._subtree(old[parent], os.fsencode(name))
-        new: dict[str, bytes | None] = {}
-        for d in reversed(by_depth):  # children first: each directory's new tree
-            items = self._tree_items(old[d])
-            mine = files.get(d, {})
-            for key, change in mine.items():
-                if change is not None:
-                    items[key] = change
-                elif items.get(key, (0,))[0] != MODE_TREE:
-                    items.pop(key, None)  # the file went (a directory is no file)
-            for sub in children.get(d, ()):
-                key = os.fsencode(sub.rpartition("/")[2])
-                if mine.get(key) is not None:
-                    continue  # a file now: nothing can live below it
-                subtree = new[sub]
-                if subtree is None:
-                    if items.get(key, (0,))[0] == MODE_TREE:
-                        del items[key]  # git keeps no empty directories
-                else:
-                    items[key] = (MODE_TREE, subtree)
-            new[d] = self.put(TREE, treebuild.tree_bytes(items)) if items else None
-        return (new[""] or bytes.fromhex(EMPTY_TREE)).hex()
-
-    def _subtree(self, tree: bytes | None, name: bytes) -> bytes | None:
-        item = self._tree_items(tree).get(name)
-        return item[1] if item is not None and item[0] == MODE_TREE else None
-
-    def _tree_items(self, tree: bytes | None) -> dict[bytes, tuple[int, bytes]]:
-        """name → (mode, raw id) of a stored tree; empty for None or the empty tree."""
-        if tree is None:
-            return {}
+    def _tree_items(self, tree: bytes) -> dict[bytes, tuple[int, bytes]]:
         return dict(self.objects.tree_items(tree))
 
     # -- writing objects -------------------------------------------------
