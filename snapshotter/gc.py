@@ -49,20 +49,21 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from snapshotter import manifest as manifest_io
-from snapshotter import packwriter, session_scope
+from snapshotter.store import stat_cache as manifest_io
+from snapshotter.git import packs as packwriter
+from snapshotter.history import sessions as session_scope
 from snapshotter.engine import Engine
 from snapshotter.errors import StoreError
-from snapshotter.packwriter import PACK_FILE, clean_pack_dir
-from snapshotter.retention import (
+from snapshotter.git.packs import PACK_FILE, clean_pack_dir
+from snapshotter.history.retention import (
     Dropped,
     Policy,
     apply_age_and_count,
     drop_session,
     oldest_droppable,
 )
-from snapshotter.state import State, load, save
-from snapshotter.store import Store, file_lock
+from snapshotter.history.records import State, load, save
+from snapshotter.store.shadow import Store, file_lock
 
 _LOOSE_DIR = re.compile(r"^[0-9a-f]{2}$")
 # A bounded (session_end) gc leaves the store alone unless retention dropped
@@ -636,7 +637,7 @@ def _policy_args(policy: Policy) -> list[str]:
 def run_detached(data_dir: Path, directory: str, budget_s: float, policy: Policy) -> None:
     """The detached gc's body: nobody reads its output, so failures are logged."""
     from snapshotter.errors import SnapshotterError
-    from snapshotter.logfile import append
+    from snapshotter.store.logfile import append
 
     try:
         engine = Engine.open(directory, data_dir_path=data_dir, create=False)
@@ -670,7 +671,7 @@ def drop_orphan_stores(data_dir: Path, max_age_days: float, *, dry_run: bool = F
 def _worktree_present(root: Path) -> bool | None:
     """Whether the store's worktree still exists there; None when the record is unreadable."""
     from snapshotter.errors import SnapshotterError
-    from snapshotter.worktree import find_worktree
+    from snapshotter.git.worktree import find_worktree
 
     try:
         recorded = (root / "worktree").read_text(encoding="utf-8", errors="surrogateescape")

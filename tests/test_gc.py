@@ -25,17 +25,18 @@ from conftest import git, make_repo, write
 from conftest import reachable as conftest_reachable
 
 from snapshotter import gc as gc_mod
-from snapshotter import history, packwriter
-from snapshotter import store as store_mod
-from snapshotter.checkpoints import Recorder
+from snapshotter.history import undo as history
+from snapshotter.git import packs as packwriter
+from snapshotter.store import shadow as store_mod
+from snapshotter.history.recorder import Recorder
 from snapshotter.engine import Engine
 from snapshotter.errors import NothingToDo, StoreError
 from snapshotter.hooks.builtin import SnapshotBuiltin
 from snapshotter.hooks.events import HookInput
-from snapshotter.logfile import log_path
-from snapshotter.retention import Policy
-from snapshotter.state import load, save
-from snapshotter.store import Store
+from snapshotter.store.logfile import log_path
+from snapshotter.history.retention import Policy
+from snapshotter.history.records import load, save
+from snapshotter.store.shadow import Store
 
 KEEP_ALL = Policy(max_age_days=None, max_checkpoints=None, max_store_bytes=None)
 ISO = "%Y-%m-%dT%H:%M:%S.%fZ"
@@ -679,7 +680,7 @@ CHILD = r"""
 import os, pathlib, shutil, signal, sys
 from snapshotter import gc
 from snapshotter.engine import Engine
-from snapshotter.retention import Policy
+from snapshotter.history.retention import Policy
 
 worktree, data_dir, kill_at, mode = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 engine = Engine.open(worktree, data_dir_path=data_dir)

@@ -19,15 +19,16 @@ import pytest
 from conftest import make_repo, write
 
 from snapshotter import gc as gc_mod
-from snapshotter import history, packwriter
-from snapshotter import store as store_mod
-from snapshotter.checkpoints import Recorder
+from snapshotter.history import undo as history
+from snapshotter.git import packs as packwriter
+from snapshotter.store import shadow as store_mod
+from snapshotter.history.recorder import Recorder
 from snapshotter.engine import Engine
 from snapshotter.hooks.builtin import SnapshotBuiltin
 from snapshotter.hooks.events import HookInput
-from snapshotter.retention import Policy
-from snapshotter.state import load, save
-from snapshotter.store import Store, stores_dir
+from snapshotter.history.retention import Policy
+from snapshotter.history.records import load, save
+from snapshotter.store.shadow import Store, stores_dir
 
 
 def open_engine(root: Path, data_dir: Path) -> Engine:

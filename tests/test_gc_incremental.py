@@ -25,13 +25,14 @@ import pytest
 from conftest import make_repo, reachable, write
 
 from snapshotter import gc as gc_mod
-from snapshotter import history, packwriter
-from snapshotter import store as store_mod
-from snapshotter.checkpoints import Recorder
+from snapshotter.history import undo as history
+from snapshotter.git import packs as packwriter
+from snapshotter.store import shadow as store_mod
+from snapshotter.history.recorder import Recorder
 from snapshotter.engine import Engine
-from snapshotter.retention import Policy
-from snapshotter.state import load, save
-from snapshotter.store import Store
+from snapshotter.history.retention import Policy
+from snapshotter.history.records import load, save
+from snapshotter.store.shadow import Store
 
 KEEP_ALL = Policy(max_age_days=None, max_checkpoints=None, max_store_bytes=None)
 ISO = "%Y-%m-%dT%H:%M:%S.%fZ"
@@ -88,7 +89,7 @@ def has_object(store: Store, content: bytes) -> bool:
 
 def live_objects(store: Store) -> set[str]:
     """Every object gc must keep; fails if one cannot be read back."""
-    from snapshotter import manifest as manifest_io
+    from snapshotter.store import stat_cache as manifest_io
 
     trees = load(store).live_trees() | {manifest_io.load(store.root / "manifest").tree or ""}
     return reachable(store.root / "git", trees - {""})
@@ -342,7 +343,7 @@ CHILD = r"""
 import os, pathlib, signal, sys
 from snapshotter import gc
 from snapshotter.engine import Engine
-from snapshotter.retention import Policy
+from snapshotter.history.retention import Policy
 
 worktree, data_dir, kill_at = sys.argv[1], sys.argv[2], int(sys.argv[3])
 engine = Engine.open(worktree, data_dir_path=data_dir)
