@@ -1,10 +1,25 @@
-"""Compacting a store with pygit2 alone, never dropping what a live checkpoint needs.
+"""Compacting a store with pygit2 alone, in proportion to what is new.
 
 Live objects are everything reachable from a tree that a checkpoint, a
-pending span, a redo entry or the stat cache names. They are written into one
-new pack (libgit2 writes it under a temp name and renames it into place);
-only then are the old packs and loose objects deleted. A gc killed at any
-point leaves the old objects, the new pack, or both: never less.
+pending span, a redo entry or the stat cache names. What is packed stays
+packed (issue 16.7: rewriting every live object with libgit2's delta search
+took 25-40 s on a large store, with nothing to do as much as after a day's
+work). A gc writes one new pack of
+
+- the live loose objects;
+- the live objects of each pack whose unreachable share of bytes passes
+  GARBAGE_SHARE: that pack then goes, and with it the bytes of what retention
+  dropped (when the store is over its size budget, any unreachable byte will do);
+- the live objects of the small packs the geometric rule rolls up: a pack
+  stays as it is while it holds GEOMETRIC times as many objects as all smaller
+  packs and the new objects together. The store keeps a few packs of growing
+  size, and an object is rewritten a few times in its life, not on every gc.
+
+Old packs' entries are copied as they are stored (``packwriter.copy_pack``):
+no delta search, no recompression. A gc with nothing new reads the live set
+and the pack indexes and writes nothing. The new pack is written under a
+temp name and renamed into place; only then are the old files deleted. A gc
+killed at any point leaves the old objects, the new pack, or both: never less.
 
 Files with more than one link are shared with the source repository (a
 seeded capture hard-links its packs and loose objects): they cost the store
@@ -24,6 +39,7 @@ process (``start_detached``) and never waits for it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import shutil
@@ -36,7 +52,7 @@ from pathlib import Path
 from snapshotter.engine import Engine
 from snapshotter.errors import StoreError
 from snapshotter.git import packs as packwriter
-from snapshotter.git.packs import clean_pack_dir
+from snapshotter.git.packs import PACK_FILE, clean_pack_dir
 from snapshotter.history import sessions as session_scope
 from snapshotter.history.records import State, load, save
 from snapshotter.history.retention import (
@@ -50,14 +66,18 @@ from snapshotter.store import stat_cache as manifest_io
 from snapshotter.store.shadow import Store, file_lock
 
 _LOOSE_DIR = re.compile(r"^[0-9a-f]{2}$")
-_PACK_FILE = re.compile(r"^pack-[0-9a-f]{40}\.(pack|idx|rev)$")
-# A bounded (session_end) gc rewrites the whole store only when retention
-# dropped something, the store is over its size budget, or there are more
-# than PACK_THRESHOLD packs: a full repack recompresses every live object,
-# which takes tens of seconds on a large worktree. Otherwise it only packs
-# the loose objects (from LOOSE_THRESHOLD of them; below that it does nothing).
-LOOSE_THRESHOLD = 256
-PACK_THRESHOLD = 32
+# A bounded (session_end) gc leaves the store alone unless retention dropped
+# something, the store is over its size budget, there are LOOSE_THRESHOLD
+# loose objects, or the geometric rule would roll packs up.
+LOOSE_THRESHOLD = packwriter.LOOSE_PACK_AT
+# A pack is rewritten (its live objects copied) once this share of its bytes
+# is unreachable: at most about a third more than its live bytes is kept, and
+# each byte copied frees at least a third of a byte.
+GARBAGE_SHARE = 0.25
+# A pack stays while it holds this many times the objects of all smaller packs
+# and the new objects together: each object is copied about log2(store / new)
+# times in its life, and a store of N objects has at most about log2(N) packs.
+GEOMETRIC = 2
 SCRATCH = "gc-scratch"  # in objects/pack: only where older versions left it
 WORK = "gc-work"  # in the store root: packs being written without the store lock
 
@@ -66,7 +86,9 @@ WORK = "gc-work"  # in the store root: packs being written without the store loc
 class GcReport:
     store: str
     live_trees: int = 0
-    objects_kept: int = 0
+    objects_kept: int = 0  # live objects, wherever they are stored
+    objects_written: int = 0  # into new packs
+    packs_rewritten: int = 0  # old packs whose live objects were copied, then deleted
     bytes_before: int = 0
     bytes_after: int = 0
     dropped: Dropped = field(default_factory=Dropped)
@@ -78,21 +100,25 @@ class GcReport:
 
 
 def collect(engine: Engine, *, budget_s: float | None = None, dry_run: bool = False,
-            policy: Policy | None = None) -> GcReport:
-    """Apply retention, pack live objects, drop the rest; bounded by ``budget_s``."""
-    return collect_store(engine.store, budget_s=budget_s, dry_run=dry_run, policy=policy)
+            policy: Policy | None = None, compact: bool = False) -> GcReport:
+    """Apply retention, pack what is new, drop the rest; bounded by ``budget_s``.
+
+    ``compact``: rewrite every pack holding an unreachable object, however few.
+    """
+    return collect_store(engine.store, budget_s=budget_s, dry_run=dry_run, policy=policy,
+                         compact=compact)
 
 
 def collect_store(store: Store, *, budget_s: float | None = None, dry_run: bool = False,
-                  policy: Policy | None = None) -> GcReport:
+                  policy: Policy | None = None, compact: bool = False) -> GcReport:
     policy = policy or Policy()
     try:
         if dry_run:  # changes nothing, so it needs no turn (and leaves no lock file)
-            return _collect(store, budget_s, dry_run, policy)
+            return _collect(store, budget_s, dry_run, policy, compact)
         with _only_gc(store, wait=budget_s is None) as mine:
             if not mine:
                 return GcReport(str(store.root), skipped="another gc is running on this store")
-            return _collect(store, budget_s, dry_run, policy)
+            return _collect(store, budget_s, dry_run, policy, compact)
     except OSError as exc:  # a permission, disk or lock failure: one clear error, not a crash
         raise StoreError(f"gc stopped: {exc}") from exc
 
@@ -112,7 +138,8 @@ def _only_gc(store: Store, *, wait: bool) -> Iterator[bool]:
         lock.release()
 
 
-def _collect(store: Store, budget_s: float | None, dry_run: bool, policy: Policy) -> GcReport:
+def _collect(store: Store, budget_s: float | None, dry_run: bool, policy: Policy,
+             compact: bool) -> GcReport:
     objects = store.root / "git" / "objects"
     with store.locked():  # a short hold: read, apply retention, write the records
         remove_orphans(objects)
@@ -123,30 +150,24 @@ def _collect(store: Store, budget_s: float | None, dry_run: bool, policy: Policy
         report.dropped = apply_age_and_count(state, policy)
         if report.dropped.checkpoints and not dry_run:
             save(store, state)  # records go before the objects they named
-        loose = _loose_objects(objects)
-    packs = sum(not _is_shared(idx.with_suffix(".pack"))
-                for idx in (objects / "pack").glob("pack-*.idx"))
+        plan = _read_plan(store, state)
     over = (policy.max_store_bytes is not None and report.bytes_before > policy.max_store_bytes
-            and oldest_droppable(state) is not None)  # else a repack frees nothing more
-    light = budget_s is not None and not (
-        over or report.dropped.checkpoints or packs > PACK_THRESHOLD
-    )
-    if light and len(loose) < LOOSE_THRESHOLD:
-        report.skipped = f"only {len(loose)} loose objects and {packs} packs"
-        report.bytes_after = report.bytes_before
-        return report
+            and oldest_droppable(state) is not None)  # else rewriting frees nothing more
+    share = 0.0 if over or compact else GARBAGE_SHARE
+    if budget_s is not None and not (over or compact or report.dropped.checkpoints):
+        report.skipped = _idle(plan)
+        if report.skipped:
+            report.bytes_after = report.bytes_before
+            return report
     if dry_run:
-        trees = _live_trees(store, state)
-        live = _live_objects(store, trees)
-        report.live_trees, report.objects_kept = len(trees), len(live)
-        report.bytes_after = report.bytes_before - _unreachable_bytes(objects, live)
+        live = _live_objects(store, plan.trees)
+        job = _job(plan, live, share)
+        report.live_trees, report.objects_kept = len(plan.trees), len(live)
+        report.bytes_after = report.bytes_before - _freed_estimate(job, live)
         report.skipped = "dry run: nothing changed"
         return report
-    if light:
-        _pack_loose(store, report, loose)
-        return report
     deadline = None if budget_s is None else time.monotonic() + budget_s
-    _repack(store, report)
+    _pass(store, report, share, plan)
     while (
         policy.max_store_bytes is not None
         and report.bytes_after > policy.max_store_bytes
@@ -161,51 +182,169 @@ def _collect(store: Store, budget_s: float | None, dry_run: bool, policy: Policy
         if victim is None:
             report.skipped = "over the size budget, but only the newest session is left"
             break
-        _repack(store, report)
+        _pass(store, report, 0.0)
     return report
+
+
+@dataclass(eq=False)
+class _Pack:
+    """One of the store's own packs, as its index lists it."""
+
+    files: list[Path]  # every file of the pack, .idx first
+    entries: list[tuple[int, bytes, int]]  # (offset, id, crc32), by offset
+    size: int  # bytes of the .pack file
+
+    @property
+    def pack(self) -> Path:
+        return self.files[0].with_suffix(".pack")
+
+    @functools.cached_property
+    def ids(self) -> frozenset[bytes]:
+        return frozenset(oid for _offset, oid, _crc in self.entries)
+
+    def dead_bytes(self, live: set[bytes]) -> int:
+        """Bytes of the entries no live tree reaches (each entry ends where the next starts)."""
+        ends = [offset for offset, _oid, _crc in self.entries[1:]] + [self.size - 20]
+        return sum(end - offset for (offset, oid, _crc), end in zip(self.entries, ends, strict=True)
+                   if oid not in live)
 
 
 @dataclass
 class _Plan:
-    """What one repack read under the store lock: the live trees and the old files."""
+    """What one pass read under the store lock: the live trees and the store's files."""
 
     trees: set[str]
-    old_packs: list[Path]
+    packs: list[_Pack]
     loose: list[Path]
     shared: list[_Shared]
 
 
-def _repack(store: Store, report: GcReport) -> None:
-    """One pack of everything live; then the old packs and loose objects go.
+@dataclass
+class _Job:
+    """What one pass writes and deletes."""
 
-    Shared files holding a live object stay, and their objects stay out of
-    the new pack; shared files holding none lose our name (which frees nothing
-    now, but would cost the whole file once the source drops its own).
-    The pack is written without the store lock; the swap re-checks under it.
+    packs: list[_Pack]  # their live objects copied, then deleted
+    loose: list[Path]  # the store's own loose objects: the live ones written, all deleted
+    unused: list[_Shared]  # shared files holding nothing live: our name goes
+    wanted: set[bytes]  # live ids to write: held by no pack or shared file that stays
+
+    @property
+    def idle(self) -> bool:
+        return not (self.packs or self.loose or self.unused)
+
+
+def _read_plan(store: Store, state: State) -> _Plan:
+    objects = store.root / "git" / "objects"
+    return _Plan(_live_trees(store, state), _own_packs(objects), _loose_objects(objects),
+                 _shared_files(objects))
+
+
+def _own_packs(objects: Path) -> list[_Pack]:
+    """The packs only the store holds, with a readable index (any other stays as it is)."""
+    pack_dir = objects / "pack"
+    names = sorted(os.listdir(pack_dir)) if pack_dir.is_dir() else []
+    found = []
+    for name in names:
+        stem, _, ext = name.rpartition(".")
+        if ext != "idx" or not PACK_FILE.match(name) or _is_shared(pack_dir / f"{stem}.pack"):
+            continue
+        entries = packwriter.read_pack_entries(pack_dir / name)
+        try:
+            size = os.stat(pack_dir / f"{stem}.pack").st_size
+        except OSError:
+            continue
+        if entries is None or not entries:
+            continue
+        files = [pack_dir / name] + [pack_dir / n for n in names
+                                     if n != name and n.rpartition(".")[0] == stem
+                                     and PACK_FILE.match(n)]
+        found.append(_Pack(files, entries, size))
+    return found
+
+
+def _idle(plan: _Plan) -> str:
+    """Why a bounded gc can leave the store as it is; "" when there is work worth doing."""
+    counts = sorted(len(p.entries) for p in plan.packs)
+    if len(plan.loose) >= LOOSE_THRESHOLD or _rolled(counts, 0):
+        return ""
+    return f"only {len(plan.loose)} loose objects, and {len(counts)} packs in proportion"
+
+
+def _rolled(counts: list[int], new: int) -> int:
+    """How many of the smallest packs (``counts``, ascending) go into the new pack.
+
+    A pack stays while it holds GEOMETRIC times the objects of all smaller
+    ones and the ``new`` objects together; the last that does not, and every
+    pack below it, are rolled up. So a gc with nothing new rolls nothing up
+    unless captures left packs out of proportion.
+    """
+    split, below = 0, new
+    for i, count in enumerate(counts):
+        if count < GEOMETRIC * below:
+            split = i + 1
+        below += count
+    return split
+
+
+def _job(plan: _Plan, live: set[bytes], share: float) -> _Job:
+    """The packs to rewrite: those with enough garbage, then what the geometric rule rolls up.
+
+    An object a shared file holds is garbage in the store's own packs: the
+    shared copy costs nothing.
+    """
+    shared = set().union(*(s.ids & live for s in plan.shared))
+    mine = live - shared if shared else live
+    garbage = [p for p in plan.packs if p.dead_bytes(mine) > share * p.size]
+    loose_ids = {_loose_id(path) for path in plan.loose}
+    new = len(loose_ids & mine) + sum(len(p.ids & mine) for p in garbage)
+    rest = sorted((p for p in plan.packs if p not in garbage), key=lambda p: len(p.entries))
+    packs = garbage + rest[: _rolled([len(p.entries) for p in rest], new)]
+    stays = set(shared)
+    for kept in rest[len(packs) - len(garbage):]:
+        stays |= kept.ids
+    wanted = loose_ids & mine
+    for pack in packs:
+        wanted |= pack.ids & mine
+    return _Job(packs, plan.loose, [s for s in plan.shared if not s.ids & live], wanted - stays)
+
+
+def _freed_estimate(job: _Job, live: set[bytes]) -> int:
+    """About what the job frees: the unreachable entries of the packs it rewrites, and
+    the unreachable loose objects (shared files cost the store nothing)."""
+    total = sum(pack.dead_bytes(live) for pack in job.packs)
+    for path in job.loose:
+        with contextlib.suppress(OSError):
+            total += 0 if _loose_id(path) in live else path.stat().st_size
+    return total
+
+
+def _pass(store: Store, report: GcReport, share: float, plan: _Plan | None = None) -> None:
+    """One new pack of what is new and of the packs worth rewriting; then the old files go.
+
+    ``plan``: what was read under the store lock, if it was just read. The
+    pack is written without the lock; the swap re-checks under it.
     """
     objects = store.root / "git" / "objects"
-    with store.locked():
-        plan = _Plan(
-            _live_trees(store, load(store)),
-            [p for p in (objects / "pack").glob("pack-*") if _PACK_FILE.match(p.name)],
-            _loose_objects(objects),
-            _shared_files(objects),
-        )
+    if plan is None:
+        with store.locked():
+            plan = _read_plan(store, load(store))
     live = _live_objects(store, plan.trees)
-    kept = [s for s in plan.shared if s.ids & live]
-    in_kept = {oid for s in kept for oid in s.ids & live}
-    report.live_trees = len(plan.trees)
+    job = _job(plan, live, share)
+    report.live_trees, report.objects_kept = len(plan.trees), len(live)
+    if job.idle:
+        report.skipped = report.skipped or "nothing new to pack"
+        report.bytes_after = _size(objects)
+        return
     work = _work_dir(store)
     try:
-        written = _write_pack(store, plan.trees, work, live - in_kept if plan.shared else None)
+        report.objects_written += _write_pack(store, job, work)
         with store.locked():
             new_names = _move_in(work, objects / "pack")
-            keep = {path for s in kept for path in s.files}
-            keep |= _still_needed(store, plan, live)
-            _delete_old(plan, keep, new_names)
+            keep = _still_needed(store, plan, job, live)
+            _delete_old(job, keep, new_names)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    report.objects_kept = written + len(in_kept)
+    report.packs_rewritten += len(job.packs)
     store.reopen()
     report.bytes_after = _size(objects)
 
@@ -228,14 +367,14 @@ def _remove_stale_work(store: Store) -> None:
 def _move_in(work: Path, pack_dir: Path) -> set[str]:
     """The written pack into ``objects/pack``, ``.pack`` before ``.idx`` (which makes it
     visible); a pack identical to an old one is recognised by name, never deleted."""
-    names = {p.name for p in work.iterdir() if _PACK_FILE.match(p.name)}
+    names = {p.name for p in work.iterdir() if PACK_FILE.match(p.name)}
     for name in sorted(names, key=lambda n: n.endswith(".idx")):
         os.replace(work / name, pack_dir / name)
     return names
 
 
-def _still_needed(store: Store, plan: _Plan, packed: set[bytes]) -> set[Path]:
-    """Old files holding objects that became live while the pack was written.
+def _still_needed(store: Store, plan: _Plan, job: _Job, packed: set[bytes]) -> set[Path]:
+    """Files about to go that hold objects which became live while the pack was written.
 
     A capture meanwhile may name an old object again without writing it (the
     stat cache, or libgit2 finding it present). Only trees not seen before
@@ -245,28 +384,30 @@ def _still_needed(store: Store, plan: _Plan, packed: set[bytes]) -> set[Path]:
     if not fresh:
         return set()
     needed = _live_objects(store, fresh, known=packed)
-    keep: set[Path] = set()
-    shared_loose = [p for s in plan.shared for p in s.files if p.parent.name != "pack"]
-    for path in [*plan.loose, *shared_loose]:
-        if bytes.fromhex(path.parent.name + path.name) in needed:
-            keep.add(path)
-    for idx in (p for p in plan.old_packs if p.suffix == ".idx"):
-        index = packwriter.read_pack_index(idx)
-        if index is None or needed & set(index.names()):
-            keep |= {p for p in plan.old_packs if p.stem == idx.stem}
+    keep = {path for path in job.loose if _loose_id(path) in needed}
+    for pack in job.packs:
+        if needed & pack.ids:
+            keep.update(pack.files)
+    for shared in job.unused:
+        if needed & shared.ids:
+            keep.update(shared.files)
     return keep
 
 
-def _delete_old(plan: _Plan, keep: set[Path], new_names: set[str]) -> None:
-    # One pack at a time, .idx before .pack: a kill leaves at most one lone
-    # .pack, which is invisible to readers and cleaned on the next open.
-    by_pack = sorted(plan.old_packs, key=lambda p: (p.name.rpartition(".")[0], p.suffix != ".idx"))
-    for path in by_pack:
-        if path.name not in new_names and path not in keep:
-            path.unlink(missing_ok=True)
-    _drop_loose([p for p in plan.loose if p not in keep])
-    unused = [p for s in plan.shared for p in s.files if p not in keep]
-    _drop_loose([p for p in unused if p.parent.name != "pack"])
+def _delete_old(job: _Job, keep: set[Path], new_names: set[str]) -> None:
+    # One pack at a time, .idx first: a kill leaves at most one lone .pack,
+    # which is invisible to readers and cleaned on the next open.
+    packs = [p.files for p in job.packs]
+    packs += [sorted(s.files, key=lambda p: p.suffix != ".idx") for s in job.unused
+              if s.files[0].parent.name == "pack"]
+    for files in packs:
+        for path in files:
+            if path.name not in new_names and path not in keep:
+                path.unlink(missing_ok=True)
+    loose = [p for p in job.loose if p not in keep]
+    loose += [s.files[0] for s in job.unused
+              if s.files[0].parent.name != "pack" and s.files[0] not in keep]
+    _drop_loose(loose)
 
 
 def _drop_loose(loose: list[Path]) -> None:
@@ -278,13 +419,11 @@ def _drop_loose(loose: list[Path]) -> None:
             sub.rmdir()
 
 
-def _pack_loose(store: Store, report: GcReport, loose: list[Path]) -> None:
-    """The quick gc: loose objects (live or not) into one new pack; older packs stay.
+def _pack_loose(store: Store, loose: list[Path]) -> int:
+    """Loose objects (live or not) into one new pack; older packs stay. Returns the count.
 
-    Written by ``packwriter`` (no delta search, fast zlib): libgit2's pack
-    builder spends seconds on deltas, too long for session_end; the next full
-    gc recompresses with deltas anyway. Loose objects never change, so the
-    pack is written without the store lock; it is moved in, and the loose
+    Written by ``packwriter`` (no delta search, fast zlib), without the store
+    lock: loose objects never change. The pack is moved in, and the loose
     copies deleted, under it.
     """
     import pygit2
@@ -301,7 +440,7 @@ def _pack_loose(store: Store, report: GcReport, loose: list[Path]) -> None:
     work = _work_dir(store)
     try:
         try:
-            report.objects_kept = packwriter.write_pack(work, read())
+            written = packwriter.write_pack(work, read())
         except (pygit2.GitError, KeyError, ValueError) as exc:
             raise StoreError(f"gc stopped, nothing deleted: {exc}") from exc
         with store.locked():
@@ -310,8 +449,7 @@ def _pack_loose(store: Store, report: GcReport, loose: list[Path]) -> None:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     store.reopen()
-    report.bytes_after = _size(objects)
-    report.skipped = "packed the loose objects only; a full gc frees the rest"
+    return written
 
 
 def _live_trees(store: Store, state: State) -> set[str]:
@@ -322,44 +460,25 @@ def _live_trees(store: Store, state: State) -> set[str]:
     return trees
 
 
-def _write_pack(store: Store, trees: set[str], work: Path, only: set[bytes] | None = None) -> int:
-    """Pack every live object into ``work``; returns the count.
-
-    ``only``: the raw ids to pack when not all of them (shared files hold the
-    rest).
-    """
+def _write_pack(store: Store, job: _Job, work: Path) -> int:
+    """The job's wanted objects as one pack in ``work``; returns the count."""
     import pygit2
 
-    if not trees or only == set():
-        return 0
-    builder = pygit2.PackBuilder(store.objects.repo)
+    odb = store.objects.repo.odb
+
+    def read(oid: bytes) -> tuple[int, bytes]:
+        kind, data = odb.read(oid.hex())
+        return int(kind), data
+
+    loose = sorted(oid for oid in map(_loose_id, job.loose) if oid in job.wanted)
     try:
-        if only is None:
-            for tree in sorted(trees):
-                builder.add_recur(pygit2.Oid(hex=tree))
-        else:
-            for raw in sorted(only):
-                builder.add(pygit2.Oid(raw=raw))  # this object alone, not what it names
-        builder.write(str(work))
+        return packwriter.copy_pack(work, [(p.pack, job.wanted) for p in job.packs], loose, read)
     except (pygit2.GitError, KeyError, ValueError) as exc:
         raise StoreError(f"gc stopped, nothing deleted: {exc}") from exc
-    return int(builder.written_objects_count)
 
 
-def _count_reachable(store: Store, trees: set[str]) -> int:
-    import pygit2
-
-    seen: set[str] = set()
-    stack = [pygit2.Oid(hex=t) for t in trees]
-    while stack:
-        oid = stack.pop()
-        if str(oid) in seen:
-            continue
-        seen.add(str(oid))
-        obj = store.objects.repo.get(oid)
-        if isinstance(obj, pygit2.Tree):
-            stack.extend(entry.id for entry in obj)
-    return len(seen)
+def _loose_id(path: Path) -> bytes:
+    return bytes.fromhex(path.parent.name + path.name)
 
 
 def _live_objects(
@@ -403,8 +522,8 @@ class _Shared:
 def _shared_files(objects: Path) -> list[_Shared]:
     """Shared packs (with a readable v2 index) and loose objects.
 
-    A shared pack whose index cannot be read is treated as the store's own:
-    its live objects are copied, which is safe, only not free.
+    A shared pack whose index cannot be read is neither shared nor own to gc:
+    it stays as it is, with whatever it holds.
     """
     found: list[_Shared] = []
     for idx in (objects / "pack").glob("pack-*.idx"):
@@ -414,30 +533,8 @@ def _shared_files(objects: Path) -> list[_Shared]:
             found.append(_Shared((idx, pack), frozenset(index.names())))
     for path in _all_loose(objects):
         if _is_shared(path):
-            found.append(_Shared((path,), frozenset({bytes.fromhex(path.parent.name + path.name)})))
+            found.append(_Shared((path,), frozenset({_loose_id(path)})))
     return found
-
-
-def _unreachable_bytes(objects: Path, live: set[bytes]) -> int:
-    """About what a full gc would free: dead loose objects, and packs' dead share.
-
-    A pack's bytes are split evenly over its objects: an estimate, since
-    deltas and compression make objects unequal (``gc --dry-run`` says so).
-    """
-    total = 0
-    for path in _loose_objects(objects):
-        with contextlib.suppress(ValueError, OSError):
-            if bytes.fromhex(path.parent.name + path.name) not in live:
-                total += path.stat().st_size
-    for idx in (objects / "pack").glob("pack-*.idx"):
-        pack = idx.with_suffix(".pack")
-        index = None if _is_shared(pack) else packwriter.read_pack_index(idx)
-        if index is None or not len(index):
-            continue
-        dead = len(index) - len(index.find(live))
-        with contextlib.suppress(OSError):
-            total += (pack.stat().st_size + idx.stat().st_size) * dead // len(index)
-    return total
 
 
 def _is_shared(path: Path) -> bool:
@@ -504,9 +601,7 @@ def pack_loose_objects(store: Store) -> int:
     loose = _loose_objects(store.root / "git" / "objects")
     if not loose:
         return 0
-    report = GcReport(str(store.root))
-    _pack_loose(store, report, loose)
-    return report.objects_kept
+    return _pack_loose(store, loose)
 
 
 def start_detached(store: Store, *, budget_s: float, policy: Policy) -> None:

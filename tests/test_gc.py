@@ -27,6 +27,7 @@ from conftest import reachable as conftest_reachable
 from snapshotter import gc as gc_mod
 from snapshotter.engine import Engine
 from snapshotter.errors import NothingToDo, StoreError
+from snapshotter.git import packs as packwriter
 from snapshotter.history import undo as history
 from snapshotter.history.recorder import Recorder
 from snapshotter.history.records import load, save
@@ -296,13 +297,29 @@ def checkpoint_ids(engine: Engine, session: str | None = None) -> list[int]:
     ]
 
 
-def assert_single_pack(store: Store, what: str) -> None:
+def own_pack_counts(store: Store) -> list[int]:
+    """Objects in each of the store's own packs (shared ones aside), smallest first."""
+    counts = []
+    for idx in (objects_dir(store) / "pack").glob("pack-*.idx"):
+        index = packwriter.read_pack_index(idx)
+        assert index is not None, f"{idx.name}: unreadable index"
+        if os.lstat(idx.with_suffix(".pack")).st_nlink == 1:
+            counts.append(len(index))
+    return sorted(counts)
+
+
+def assert_packed(store: Store, what: str) -> None:
+    """No loose object left, every pack whole, and the packs in proportion: each holds
+    GEOMETRIC times the objects of all smaller ones together, so there are only a few."""
     assert loose_objects(store) == [], f"{what}: loose objects left: {loose_objects(store)[:5]}"
     packs = pack_files(store)
     stems = {name.rsplit(".", 1)[0] for name in packs}
     whole = all(f"{stem}.pack" in packs and f"{stem}.idx" in packs for stem in stems)
-    assert len(stems) == 1 and whole, f"{what}: expected one pack with its index, found {packs}"
+    assert stems and whole, f"{what}: expected packs with their indexes, found {packs}"
     assert all(n.endswith((".pack", ".idx", ".rev")) for n in packs), f"{what}: stray {packs}"
+    counts = own_pack_counts(store)
+    for i, count in enumerate(counts):
+        assert count >= gc_mod.GEOMETRIC * sum(counts[:i]), f"{what}: out of proportion {counts}"
 
 
 # -- many checkpoints, one gc ---------------------------------------------------
@@ -333,7 +350,7 @@ def test_every_live_checkpoint_undoes_and_redoes_exactly_after_gc(
     assert report.dropped.sessions == [] and report.dropped.checkpoints == [], (
         f"the default policy must not drop recent checkpoints: {report.dropped}"
     )
-    assert_single_pack(engine.store, "after gc")
+    assert_packed(engine.store, "after gc")
     live = assert_live_objects_present(engine)
     assert report.objects_kept == len(live), (
         f"gc reported {report.objects_kept} objects kept; live checkpoints need {len(live)}"
@@ -365,7 +382,7 @@ def test_gc_keeps_what_a_pending_turn_and_the_redo_stack_need(
     for _ in range(2):
         gc_mod.collect(open_engine(root, data_dir), policy=KEEP_ALL)
         assert has_object(engine.store, object_id(users)), "the redo entry's tree lost a blob"
-    assert_single_pack(engine.store, "after gc with a redo entry")
+    assert_packed(engine.store, "after gc with a redo entry")
     history.redo(engine, "s")
     assert_disk(root, with_user_edit, "redo after gc puts back the user's edit exactly")
 
@@ -383,7 +400,7 @@ def test_gc_keeps_what_a_pending_turn_and_the_redo_stack_need(
     for _ in range(2):
         gc_mod.collect(open_engine(root, data_dir), policy=KEEP_ALL)
         assert has_object(engine.store, object_id(start_text)), "the open turn's start is gone"
-    assert_single_pack(engine.store, "after gc with an open turn")
+    assert_packed(engine.store, "after gc with an open turn")
     turn_end_disk = disk_state(root)
     cp = rec.turn_end("stop")
     assert cp is not None, "the open turn records after gc"
@@ -480,11 +497,13 @@ def test_sessions_older_than_max_age_are_dropped_newest_kept(
         history.undo_last(engine, "old")
     assert_live_objects_present(engine)
 
-    report = gc_mod.collect(engine, policy=Policy(5, None, None))
+    # mid's objects are packed by now: compact frees them however few they are
+    # (a plain gc waits until they are GARBAGE_SHARE of their pack, see test_gc_incremental).
+    report = gc_mod.collect(engine, policy=Policy(5, None, None), compact=True)
     assert report.dropped.sessions == ["mid"], f"'mid' is 10 days old: {report.dropped}"
     assert "new" in load(engine.store).sessions, "the newest session stays"
     assert not has_object(engine.store, markers["mid"]), "mid's unique objects are freed"
-    assert_single_pack(engine.store, "after age gc")
+    assert_packed(engine.store, "after age gc")
     undo_redo_exact(engine, steps["new"])
 
 
@@ -525,7 +544,7 @@ def test_max_checkpoints_keeps_newest_top_level_with_their_tools(
     kept = {cp.id for cp in after.checkpoints}
     orphans = [cp.id for cp in after.checkpoints if cp.parent is not None and cp.parent not in kept]
     assert orphans == [], f"tool checkpoints outlived their turn: {orphans}"
-    assert_single_pack(engine.store, "after count gc")
+    assert_packed(engine.store, "after count gc")
     assert_live_objects_present(engine)
     assert_checkpoint_files(engine)
 
@@ -571,7 +590,7 @@ def test_size_budget_drops_oldest_sessions_first_never_the_newest(
         f"the two oldest sessions go, oldest first: {report.dropped.sessions}"
     )
     assert set(load(engine.store).sessions) == {"c", "d"}, "the newer sessions stay"
-    assert_single_pack(engine.store, "after size gc")
+    assert_packed(engine.store, "after size gc")
     undo_redo_exact(engine, steps["c"] + steps["d"])
 
     report = gc_mod.collect(engine, policy=Policy(None, None, 1))
@@ -803,7 +822,7 @@ def test_gc_killed_mid_way_leaves_a_usable_store_and_no_growing_leftovers(
     plant_orphans(engine.store, "last")
     report = gc_mod.collect(open_engine(root, data_dir), policy=KEEP_ALL)
     assert orphans(engine.store) == [], f"the next gc cleans every leftover: {report}"
-    assert_single_pack(engine.store, "after the clean gc")
+    assert_packed(engine.store, "after the clean gc")
     assert not (objects_dir(engine.store) / "pack" / SCRATCH).exists(), "no scratch dir left"
     undo_redo_exact(open_engine(root, data_dir), steps, complete=False, skip="side")
 
@@ -886,7 +905,7 @@ def test_session_end_runs_a_bounded_gc(
     assert len(report.dropped.checkpoints) == 9, (
         f"12 checkpoints, 3 kept: {report.dropped}"
     )
-    assert_single_pack(engine.store, "after a bounded gc that dropped checkpoints")
+    assert_packed(engine.store, "after a bounded gc that dropped checkpoints")
     assert_live_objects_present(engine)
     undo_redo_exact(engine, steps[-3:])  # exactly the three kept, nothing else to undo
 

@@ -28,6 +28,7 @@ from snapshotter.history.records import load, save
 from snapshotter.history.retention import Policy
 from snapshotter.hooks.builtin import SnapshotBuiltin
 from snapshotter.hooks.events import HookInput
+from snapshotter.store import shadow as store_mod
 from snapshotter.store.shadow import Store
 
 
@@ -106,35 +107,44 @@ def test_gc_writes_packs_without_the_store_lock(
     root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
     engine = open_engine(root, data_dir)
     rec = Recorder(engine, "s")
-    for i in range(gc_mod.LOOSE_THRESHOLD + 10):
-        write(root, f"new/f{i}.txt", f"file {i}\n")
-    rec.turn_start()
-    write(root, "a.txt", "turn\n")
-    rec.turn_end("done")
-    held: list[str] = []
-    real_write, real_pack = gc_mod._write_pack, packwriter.write_pack
+    rec.session_start()
+    monkeypatch.setattr(store_mod, "LOOSE_PACK_AT", 10**9)  # the loose objects wait for gc
+    for turn in range(2):
+        rec.turn_start()
+        for i in range(gc_mod.LOOSE_THRESHOLD // 20 + 1):  # ten files a capture: loose objects
+            for j in range(10):
+                write(root, f"new/t{turn}/d{i}/f{j}.txt", f"turn {turn} file {i}/{j}\n")
+            engine.capture()
+        write(root, "a.txt", f"turn {turn}\n")
+        rec.turn_end("done")
+    calls: list[str] = []
+    real_write, real_copy = gc_mod._write_pack, packwriter.copy_pack
 
     def check_write(*args: Any, **kwargs: Any) -> Any:
-        if not lock_is_free(engine.store):
-            held.append("full repack")
+        calls.append("write" if lock_is_free(engine.store) else "write under the lock")
         return real_write(*args, **kwargs)
 
-    def check_pack(*args: Any, **kwargs: Any) -> Any:
-        if not lock_is_free(engine.store):
-            held.append("loose packing")
-        return real_pack(*args, **kwargs)
+    def check_copy(*args: Any, **kwargs: Any) -> Any:
+        calls.append("copy" if lock_is_free(engine.store) else "copy under the lock")
+        return real_copy(*args, **kwargs)
 
     monkeypatch.setattr(gc_mod, "_write_pack", check_write)
-    monkeypatch.setattr(packwriter, "write_pack", check_pack)
+    monkeypatch.setattr(packwriter, "copy_pack", check_copy)
+    assert len(gc_mod._all_loose(engine.store.root / "git" / "objects")) >= gc_mod.LOOSE_THRESHOLD
     gc_mod.collect(engine, budget_s=2.0, policy=Policy(None, None, None))  # the quick gc
-    gc_mod.collect(engine, policy=Policy(None, None, None))  # a full one
+    assert calls == ["write", "copy"], f"the quick gc packed without the lock: {calls}"
+    state = load(engine.store)
+    state.checkpoints = state.checkpoints[-1:]  # the first turn's objects are garbage now
+    save(engine.store, state)
+    gc_mod.collect(engine, policy=Policy(None, None, None), compact=True)  # a full one
     monkeypatch.undo()
-    assert held == [], f"gc held the store lock while writing a pack: {held}"
+    assert calls == ["write", "copy"] * 2, f"the full gc rewrote without the lock: {calls}"
     assert history.undo_last(open_engine(root, data_dir), "s").restored == ["a.txt"]
 
 
+@pytest.mark.parametrize("where", ["loose", "packed"])
 def test_gc_keeps_an_old_object_a_capture_names_again_while_it_packs(
-    tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch, where: str
 ) -> None:
     root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
     engine = open_engine(root, data_dir)
@@ -144,6 +154,9 @@ def test_gc_keeps_an_old_object_a_capture_names_again_while_it_packs(
     assert old.turn_end("done") is not None
     os.unlink(root / "x.txt")
     engine.capture()  # the stat cache's tree no longer holds x.txt
+    if where == "packed":  # in a pack the dropping gc rewrites, not a loose object
+        gc_mod.collect(engine, policy=Policy(None, None, None))
+        assert gc_mod.count_loose_objects(engine.store) == 0
     state = load(engine.store)
     for cp in state.checkpoints:
         cp.created_at = "2000-01-01T00:00:00Z"
@@ -155,14 +168,15 @@ def test_gc_keeps_an_old_object_a_capture_names_again_while_it_packs(
     def meanwhile(*args: Any, **kwargs: Any) -> Any:
         written = real_write(*args, **kwargs)
         # A hook in another process, while gc writes its pack: x.txt is back,
-        # and its blob already exists (in a loose object gc is about to drop).
+        # and its blob already exists (in a file gc is about to drop).
         write(root, "x.txt", "bytes only an old, dropped checkpoint holds\n")
         trees.append(open_engine(root, data_dir).capture().tree)
         return written
 
     monkeypatch.setattr(gc_mod, "_write_pack", meanwhile)
-    report = gc_mod.collect(engine, policy=Policy(1, None, None))
+    report = gc_mod.collect(engine, policy=Policy(1, None, None), compact=True)
     assert report.dropped.sessions == ["old"], report.dropped
+    assert where == "loose" or report.packs_rewritten == 1, f"x.txt's pack is rewritten: {report}"
     monkeypatch.undo()
     fresh = open_engine(root, data_dir)
     entry = fresh.entry(trees[0], "x.txt")  # the stat cache's tree, as that capture left it

@@ -59,8 +59,8 @@ BULK_MIN_FILES = 64
 BULK_MAX_FILE_BYTES = 32 * 1024 * 1024
 # Reads of a file that keeps changing under them, before it is recorded as read.
 READ_RETRIES = 4
-# Past this many loose objects a capture packs them (about 40 one-file checkpoints).
-LOOSE_PACK_AT = 256
+# Captures pack their loose objects from this many on (the number lives in git/packs.py).
+LOOSE_PACK_AT = packwriter.LOOSE_PACK_AT
 # Files with other hard links are re-checked by stat on every watched capture
 # (a write through another name raises no event here); past this, just walk.
 MAX_LINKED = 1000
