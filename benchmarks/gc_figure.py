@@ -94,8 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", type=Path, help="work in DIR and leave it there")
     args = parser.parse_args(argv)
 
-    from snapshotter import gc
     from snapshotter.engine import Engine
+    from snapshotter.history import maintenance as gc
     from snapshotter.history import undo as history
     from snapshotter.history.recorder import Recorder
     from snapshotter.history.records import load

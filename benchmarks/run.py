@@ -435,7 +435,7 @@ class Bench:
 
     def checkpoints(self, engine: Any, data: Path) -> dict[str, Any]:
         """Store growth over many one-file turns, against the bytes they changed."""
-        from snapshotter import gc as gc_mod
+        from snapshotter.history import maintenance as gc_mod
         from snapshotter.history.recorder import Recorder
 
         count = self.opts.checkpoints

@@ -11,15 +11,16 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, overload
 
-from snapshotter.config import DEFAULT_MAX_FILES, DEFAULT_MAX_NEW_FILE_SIZE, data_dir, stores_dir
+from snapshotter.config import DEFAULT_MAX_FILES, DEFAULT_MAX_NEW_FILE_SIZE, data_dir
 from snapshotter.errors import NothingToDo, SnapshotterError
 from snapshotter.git.worktree import find_worktree
 from snapshotter.history import journal
-from snapshotter.store.shadow import Store
+from snapshotter.store.shadow import Store, all_store_roots
 from snapshotter.store.workspace import Workspace
 
 if TYPE_CHECKING:
-    from snapshotter.gc import GcReport
+    from snapshotter.history.maintenance import GcReport
+    from snapshotter.history.retention import Policy
 
 
 class Engine(Workspace):
@@ -77,10 +78,10 @@ class Engine(Workspace):
         return cls(worktree, store, max_new_file_size, max_files)
 
     def gc(self, *, dry_run: bool = False, budget_s: float | None = None) -> GcReport:
-        """Apply retention and compact the store (see ``gc.py``)."""
-        from snapshotter.gc import collect_store
+        """Apply retention and compact the store (history/maintenance.py)."""
+        from snapshotter.history.maintenance import collect
 
-        return collect_store(self.store, dry_run=dry_run, budget_s=budget_s)
+        return collect(self, dry_run=dry_run, budget_s=budget_s)
 
 
 def open_existing(
@@ -97,20 +98,29 @@ def open_existing(
     return engine
 
 
-def all_store_roots(data_dir_path: str | os.PathLike[str] | None = None) -> list[Path]:
-    base = stores_dir(data_dir(data_dir_path))
-    if not base.is_dir():
-        return []
-    return sorted(p for p in base.iterdir() if (p / "git" / "HEAD").exists())
-
 
 def open_stores(data_dir_path: str | os.PathLike[str] | None = None) -> list[Store]:
     """Every store in the data directory whose worktree still exists."""
     stores = []
-    for root in all_store_roots(data_dir_path):
+    for root in all_store_roots(data_dir(data_dir_path)):
         try:
             path = os.fsdecode((root / "worktree").read_bytes().rstrip(b"\n"))
             stores.append(Store(root, find_worktree(path)))
         except (OSError, SnapshotterError):
             continue
     return stores
+
+
+def run_detached(data_dir: Path, directory: str, budget_s: float, policy: Policy) -> None:
+    """The detached gc's body: nobody reads its output, so failures are logged."""
+    from snapshotter.errors import SnapshotterError
+    from snapshotter.store.logfile import append
+
+    try:
+        engine = Engine.open(directory, data_dir_path=data_dir, create=False)
+        if engine is not None:
+            from snapshotter.history.maintenance import collect
+
+            collect(engine, budget_s=budget_s, policy=policy)
+    except (SnapshotterError, OSError) as exc:
+        append(data_dir, f"session_end gc: {exc}")

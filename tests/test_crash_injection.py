@@ -41,11 +41,12 @@ from typing import Any
 import pygit2
 from conftest import make_repo
 
-from snapshotter import gc as gc_mod
 from snapshotter.engine import Engine
 from snapshotter.fileio import TEMP_PREFIX
+from snapshotter.history import maintenance as gc_mod
 from snapshotter.history import records as state_mod
 from snapshotter.hooks import command
+from snapshotter.store import compaction
 
 RUNS = int(os.environ.get("SNAPSHOTTER_CRASH_RUNS", "20"))
 # (operation, file whose rename it dies just before, files the agent changes first)
@@ -64,7 +65,8 @@ BASE_FILES = 120
 ZYGOTE = r"""
 import io, json, os, sys, time
 from pathlib import Path
-from snapshotter import gc as gc_mod
+from snapshotter.history import maintenance as gc_mod
+from snapshotter.store import compaction
 from snapshotter.history import undo as history
 from snapshotter.engine import Engine
 from snapshotter.hooks import command
@@ -209,7 +211,7 @@ def leftovers(store: Path, root: Path) -> dict[str, list[str]]:
                       if n.startswith(TEMP_PREFIX) or n == "index.lock"]
     for dirpath, _dirs, files in os.walk(objects):
         rel = Path(dirpath).relative_to(objects)
-        if rel.name == gc_mod.SCRATCH:
+        if rel.name == compaction.SCRATCH:
             found["objects"].append(str(rel))
         found["objects"] += [str(rel / n) for n in files
                              if n.startswith("tmp") or (rel.name == "pack" and not re.fullmatch(

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from conftest import make_repo
 
-from snapshotter import gc as gc_mod
 from snapshotter.engine import Engine
+from snapshotter.history import maintenance as gc_mod
 from snapshotter.history import undo as history
 from snapshotter.history.recorder import Recorder
 from snapshotter.history.records import load

@@ -24,16 +24,18 @@ import pytest
 from conftest import git, make_repo, write
 from conftest import reachable as conftest_reachable
 
-from snapshotter import gc as gc_mod
+from snapshotter import engine as engine_mod
 from snapshotter.engine import Engine
 from snapshotter.errors import NothingToDo, StoreError
 from snapshotter.git import packs as packwriter
+from snapshotter.history import maintenance as gc_mod
 from snapshotter.history import undo as history
 from snapshotter.history.recorder import Recorder
 from snapshotter.history.records import load, save
 from snapshotter.history.retention import Policy
 from snapshotter.hooks.builtin import SnapshotBuiltin
 from snapshotter.hooks.events import HookInput
+from snapshotter.store import compaction
 from snapshotter.store import shadow as store_mod
 from snapshotter.store.logfile import log_path
 from snapshotter.store.shadow import Store
@@ -319,7 +321,8 @@ def assert_packed(store: Store, what: str) -> None:
     assert all(n.endswith((".pack", ".idx", ".rev")) for n in packs), f"{what}: stray {packs}"
     counts = own_pack_counts(store)
     for i, count in enumerate(counts):
-        assert count >= gc_mod.GEOMETRIC * sum(counts[:i]), f"{what}: out of proportion {counts}"
+        assert count >= compaction.GEOMETRIC * sum(counts[:i]), (
+            f"{what}: out of proportion {counts}")
 
 
 # -- many checkpoints, one gc ---------------------------------------------------
@@ -427,7 +430,7 @@ def test_dry_run_changes_nothing_but_reports_what_would_go(
     report = gc_mod.collect(engine, dry_run=True, policy=Policy(30, None, None))
     assert report.dropped.sessions == ["old"], f"dry run should name the old session: {report}"
     assert report.dropped.checkpoints == old_ids, "dry run should list every old checkpoint"
-    assert report.skipped.startswith("dry run"), f"a dry run says so: {report.skipped!r}"
+    assert report.reason.startswith("dry run"), f"a dry run says so: {report.reason!r}"
     assert store_files(engine.store) == before, "a dry run must not change a single store file"
 
     report = gc_mod.collect(engine, dry_run=True, policy=Policy(None, 3, None))
@@ -595,7 +598,7 @@ def test_size_budget_drops_oldest_sessions_first_never_the_newest(
 
     report = gc_mod.collect(engine, policy=Policy(None, None, 1))
     assert report.dropped.sessions == ["c"], f"all but the newest go: {report.dropped}"
-    assert "newest" in report.skipped, f"gc says why it stopped over budget: {report.skipped!r}"
+    assert "newest" in report.reason, f"gc says why it stopped over budget: {report.reason!r}"
     assert set(load(engine.store).sessions) == {"d"}, "the newest session is never dropped"
     assert_live_objects_present(engine)
     undo_redo_exact(engine, steps["d"])
@@ -678,7 +681,8 @@ def test_git_gc_prune_in_the_source_repo_does_not_break_undo(
 
 CHILD = r"""
 import os, pathlib, shutil, signal, sys
-from snapshotter import gc
+from snapshotter.history import maintenance as gc
+from snapshotter.store import compaction
 from snapshotter.engine import Engine
 from snapshotter.history.retention import Policy
 
@@ -704,7 +708,7 @@ pathlib.Path.rmdir = killing(pathlib.Path.rmdir)
 pathlib.Path.mkdir = killing(pathlib.Path.mkdir)
 print("ready", flush=True)
 if mode == "quick":  # session_end's gc: pack the loose objects only
-    gc.LOOSE_THRESHOLD = 0
+    compaction.LOOSE_THRESHOLD = 0
     gc.collect(engine, budget_s=60.0, policy=Policy(None, None, None))
 else:  # a full gc; "size" with a budget that drops every session but the newest
     gc.collect(engine, policy=Policy(None, None, 1 if mode == "size" else None))
@@ -729,7 +733,7 @@ def orphans(store: Store) -> list[str]:
     return sorted(found)
 
 
-SCRATCH = gc_mod.SCRATCH
+SCRATCH = compaction.SCRATCH
 
 
 def plant_orphans(store: Store, tag: str) -> set[str]:
@@ -867,7 +871,7 @@ def test_session_end_runs_a_bounded_gc(
     write(root, "README.md", "changed in a turn the runtime never ended\n")
     engine = open_engine(root, data_dir)
     packs_before = [n for n in pack_files(engine.store) if n.endswith(".idx")]
-    assert len(loose_objects(engine.store)) >= gc_mod.LOOSE_THRESHOLD, (
+    assert len(loose_objects(engine.store)) >= compaction.LOOSE_THRESHOLD, (
         "the session leaves enough loose objects to be worth packing"
     )
     assert calls == [], "no gc before session_end"
@@ -893,7 +897,7 @@ def test_session_end_runs_a_bounded_gc(
     steps.append(Step("s", cp.id, before, disk_state(root)))
     builtin.handle(hook(root, "s", "session_end"), [])
     report = calls[-1]["report"]
-    assert isinstance(report, gc_mod.GcReport) and report.skipped, (
+    assert isinstance(report, gc_mod.GcReport) and report.reason, (
         f"a bounded gc with a few loose objects is deferred: {report}"
     )
     assert loose_objects(engine.store), "deferred: the few loose objects are still there"
@@ -923,10 +927,10 @@ def test_session_end_never_fails_when_gc_fails(
     def broken(*_args: object, **_kwargs: object) -> None:
         raise failure
 
-    monkeypatch.setattr(gc_mod, "remove_orphans", broken)  # gc's first step on disk
+    monkeypatch.setattr(compaction, "remove_orphans", broken)  # gc's first step on disk
 
     def inline(store: Store, *, budget_s: float, policy: Policy) -> None:
-        gc_mod.run_detached(data_dir, str(store.worktree.root), budget_s, policy)
+        engine_mod.run_detached(data_dir, str(store.worktree.root), budget_s, policy)
 
     monkeypatch.setattr(gc_mod, "start_detached", inline)  # the detached process's body, here
     assert builtin(hook(root, "s", "session_end"), []) is None, "the event returns normally"

@@ -18,16 +18,17 @@ import filelock
 import pytest
 from conftest import make_repo, write
 
-from snapshotter import gc as gc_mod
 from snapshotter.config import stores_dir
 from snapshotter.engine import Engine
 from snapshotter.git import packs as packwriter
+from snapshotter.history import maintenance as gc_mod
 from snapshotter.history import undo as history
 from snapshotter.history.recorder import Recorder
 from snapshotter.history.records import load, save
 from snapshotter.history.retention import Policy
 from snapshotter.hooks.builtin import SnapshotBuiltin
 from snapshotter.hooks.events import HookInput
+from snapshotter.store import compaction
 from snapshotter.store import shadow as store_mod
 from snapshotter.store.shadow import Store
 
@@ -88,7 +89,7 @@ def test_gc_detached_process_really_compacts(
 ) -> None:
     root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
     engine = open_engine(root, data_dir)
-    for i in range(gc_mod.LOOSE_THRESHOLD + 10):
+    for i in range(compaction.LOOSE_THRESHOLD + 10):
         write(root, f"new/f{i}.txt", f"file {i}\n")
     engine.capture()
     # What session_end starts, in a real process (waited for here, never in the hook).
@@ -98,7 +99,7 @@ def test_gc_detached_process_really_compacts(
     monkeypatch.undo()
     done = subprocess.run(argv_seen[0], capture_output=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
-    assert gc_mod.count_loose_objects(engine.store) == 0, "the detached gc packed them"
+    assert compaction.count_loose_objects(engine.store) == 0, "the detached gc packed them"
 
 
 def test_gc_writes_packs_without_the_store_lock(
@@ -111,14 +112,14 @@ def test_gc_writes_packs_without_the_store_lock(
     monkeypatch.setattr(store_mod, "LOOSE_PACK_AT", 10**9)  # the loose objects wait for gc
     for turn in range(2):
         rec.turn_start()
-        for i in range(gc_mod.LOOSE_THRESHOLD // 20 + 1):  # ten files a capture: loose objects
+        for i in range(compaction.LOOSE_THRESHOLD // 20 + 1):  # ten files a capture: loose objects
             for j in range(10):
                 write(root, f"new/t{turn}/d{i}/f{j}.txt", f"turn {turn} file {i}/{j}\n")
             engine.capture()
         write(root, "a.txt", f"turn {turn}\n")
         rec.turn_end("done")
     calls: list[str] = []
-    real_write, real_copy = gc_mod._write_pack, packwriter.copy_pack
+    real_write, real_copy = compaction._write_pack, packwriter.copy_pack
 
     def check_write(*args: Any, **kwargs: Any) -> Any:
         calls.append("write" if lock_is_free(engine.store) else "write under the lock")
@@ -128,9 +129,10 @@ def test_gc_writes_packs_without_the_store_lock(
         calls.append("copy" if lock_is_free(engine.store) else "copy under the lock")
         return real_copy(*args, **kwargs)
 
-    monkeypatch.setattr(gc_mod, "_write_pack", check_write)
+    monkeypatch.setattr(compaction, "_write_pack", check_write)
     monkeypatch.setattr(packwriter, "copy_pack", check_copy)
-    assert len(gc_mod._all_loose(engine.store.root / "git" / "objects")) >= gc_mod.LOOSE_THRESHOLD
+    objects = engine.store.root / "git" / "objects"
+    assert len(compaction._all_loose(objects)) >= compaction.LOOSE_THRESHOLD
     gc_mod.collect(engine, budget_s=2.0, policy=Policy(None, None, None))  # the quick gc
     assert calls == ["write", "copy"], f"the quick gc packed without the lock: {calls}"
     state = load(engine.store)
@@ -156,13 +158,13 @@ def test_gc_keeps_an_old_object_a_capture_names_again_while_it_packs(
     engine.capture()  # the stat cache's tree no longer holds x.txt
     if where == "packed":  # in a pack the dropping gc rewrites, not a loose object
         gc_mod.collect(engine, policy=Policy(None, None, None))
-        assert gc_mod.count_loose_objects(engine.store) == 0
+        assert compaction.count_loose_objects(engine.store) == 0
     state = load(engine.store)
     for cp in state.checkpoints:
         cp.created_at = "2000-01-01T00:00:00Z"
     state.sessions["old"].touched = "2000-01-01T00:00:00Z"
     save(engine.store, state)
-    real_write = gc_mod._write_pack
+    real_write = compaction._write_pack
     trees: list[str] = []
 
     def meanwhile(*args: Any, **kwargs: Any) -> Any:
@@ -173,7 +175,7 @@ def test_gc_keeps_an_old_object_a_capture_names_again_while_it_packs(
         trees.append(open_engine(root, data_dir).capture().tree)
         return written
 
-    monkeypatch.setattr(gc_mod, "_write_pack", meanwhile)
+    monkeypatch.setattr(compaction, "_write_pack", meanwhile)
     report = gc_mod.collect(engine, policy=Policy(1, None, None), compact=True)
     assert report.dropped.sessions == ["old"], report.dropped
     assert where == "loose" or report.packs_rewritten == 1, f"x.txt's pack is rewritten: {report}"

@@ -24,13 +24,14 @@ import pygit2
 import pytest
 from conftest import make_repo, reachable, write
 
-from snapshotter import gc as gc_mod
 from snapshotter.engine import Engine
 from snapshotter.git import packs as packwriter
+from snapshotter.history import maintenance as gc_mod
 from snapshotter.history import undo as history
 from snapshotter.history.recorder import Recorder
 from snapshotter.history.records import load, save
 from snapshotter.history.retention import Policy
+from snapshotter.store import compaction
 from snapshotter.store import shadow as store_mod
 from snapshotter.store.shadow import Store
 
@@ -78,7 +79,7 @@ def own_pack_counts(store: Store) -> list[int]:
 
 
 def loose_ids(store: Store) -> set[bytes]:
-    found = gc_mod._all_loose(objects_dir(store))
+    found = compaction._all_loose(objects_dir(store))
     assert all(p.stat().st_nlink == 1 for p in found), "no loose object is shared with the source"
     return {bytes.fromhex(p.parent.name + p.name) for p in found}
 
@@ -196,7 +197,7 @@ def test_a_gc_with_nothing_new_rewrites_no_pack(tmp_path: Path, data_dir: Path) 
         )
         assert report.objects_written == 0 and report.packs_rewritten == 0, report
         assert report.bytes_after == report.bytes_before, "nothing freed, nothing written"
-        assert report.skipped, f"the report says why nothing was done: {report}"
+        assert report.reason, f"the report says why nothing was done: {report}"
     live_objects(engine.store)
     undo_redo_newest(engine, session, "after gcs with nothing new")
 
@@ -221,7 +222,7 @@ def test_a_gc_after_new_checkpoints_packs_only_the_new_loose_objects(
     new_loose = loose_ids(engine.store)
     assert new_loose and not new_loose & old_ids, "the new turns wrote new loose objects"
     counts = own_pack_counts(engine.store)
-    assert all(c >= gc_mod.GEOMETRIC * (len(new_loose) + sum(counts[:i]))
+    assert all(c >= compaction.GEOMETRIC * (len(new_loose) + sum(counts[:i]))
                for i, c in enumerate(counts)), f"the old packs {counts} are in proportion"
     report = gc_mod.collect(engine, policy=KEEP_ALL)
 
@@ -273,7 +274,7 @@ def test_small_packs_are_rolled_up_and_the_big_one_stays(
     ([100, 500], 300, 2),  # ... or both
 ])
 def test_the_geometric_rule(counts: list[int], new: int, rolled: int) -> None:
-    assert gc_mod._rolled(counts, new) == rolled
+    assert compaction._rolled(counts, new) == rolled
 
 
 # -- retention: garbage is reclaimed once it is worth a rewrite ---------------------------
@@ -301,7 +302,7 @@ def test_dropped_checkpoints_bytes_are_reclaimed_once_garbage_passes_the_thresho
     report = gc_mod.collect(engine, policy=Policy(30, None, None))
     assert report.dropped.sessions == ["light"], report.dropped
     assert pack_inodes(engine.store) == packed, (
-        f"less than {gc_mod.GARBAGE_SHARE:.0%} of the pack is garbage: it stays as it is"
+        f"less than {compaction.GARBAGE_SHARE:.0%} of the pack is garbage: it stays as it is"
     )
     assert has_object(engine.store, light), "so the dropped session's bytes are still there"
     undo_redo_newest(engine, sessions["new"], "after dropping a light session")
@@ -341,7 +342,7 @@ def test_compact_reclaims_any_garbage(tmp_path: Path, data_dir: Path) -> None:
 
 CHILD = r"""
 import os, pathlib, signal, sys
-from snapshotter import gc
+from snapshotter.history import maintenance as gc
 from snapshotter.engine import Engine
 from snapshotter.history.retention import Policy
 

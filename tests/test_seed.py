@@ -19,14 +19,15 @@ import pytest
 from conftest import git, make_repo, write
 from conftest import reachable as conftest_reachable
 
-from snapshotter import gc as gc_mod
 from snapshotter.engine import Engine
 from snapshotter.git import index as gitindex
 from snapshotter.git import packs as packwriter
 from snapshotter.git.kinds import git_mode
+from snapshotter.history import maintenance as gc_mod
 from snapshotter.history import undo as history
 from snapshotter.history.recorder import Recorder
 from snapshotter.history.records import load
+from snapshotter.store import compaction
 from snapshotter.store import seeding as seed_mod
 from snapshotter.store import stat_cache as manifest_io
 from snapshotter.store.shadow import BULK_MIN_FILES, Store
@@ -499,7 +500,7 @@ def test_gc_leaves_shared_loose_objects_alone(
     before = {p: p.stat().st_ino for p in shared(engine.store)}
     assert len(before) == FILES, "every blob is a shared loose object"
 
-    monkeypatch.setattr(gc_mod, "LOOSE_THRESHOLD", 1)  # one loose object of ours would do
+    monkeypatch.setattr(compaction, "LOOSE_THRESHOLD", 1)  # one loose object of ours would do
     light = gc_mod.collect_store(engine.store, budget_s=30.0)
     assert light.objects_kept == 0, "the quick pass packs no shared object"
     assert {p: p.stat().st_ino for p in shared(engine.store)} == before, "nor deletes one"

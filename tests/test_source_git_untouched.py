@@ -8,8 +8,8 @@ from pathlib import Path
 
 from conftest import git, make_repo, snapshot_dir_bytes, write
 
-from snapshotter import gc as gc_mod
 from snapshotter.engine import Engine
+from snapshotter.history import maintenance as gc_mod
 from snapshotter.history import undo as history
 from snapshotter.history.recorder import Recorder
 

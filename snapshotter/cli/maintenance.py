@@ -48,8 +48,8 @@ def gc(c: Ctx, directory: str, all_stores: bool, max_age_days: float, max_checkp
     """
     from snapshotter.cli import output
     from snapshotter.config import parse_size
-    from snapshotter.engine import open_stores
-    from snapshotter.gc import collect_store, drop_orphan_stores, run_detached
+    from snapshotter.engine import open_stores, run_detached
+    from snapshotter.history.maintenance import collect_store, drop_orphans
     from snapshotter.history.retention import Policy
 
     policy = Policy(max_age_days, max_checkpoints, parse_size(max_size))
@@ -58,7 +58,7 @@ def gc(c: Ctx, directory: str, all_stores: bool, max_age_days: float, max_checkp
         run_detached(c.data_dir, directory, budget_s if budget_s is not None else 2.0, policy)
         return
     if all_stores:
-        for root in drop_orphan_stores(c.data_dir, max_age_days, dry_run=dry_run):
+        for root in drop_orphans(c.data_dir, max_age_days, dry_run=dry_run):
             click.echo(f"{'would drop' if dry_run else 'dropped'} store {root}: worktree is gone")
     stores = open_stores(c.data_dir) if all_stores else [c.engine(directory, create=False).store]
     for store in stores:

@@ -14,7 +14,7 @@ from snapshotter.models import Checkpoint, RestoreReport
 from snapshotter.names import display
 
 if TYPE_CHECKING:
-    from snapshotter.gc import GcReport
+    from snapshotter.history.maintenance import GcReport
 
 # Where stdout cannot encode them (PYTHONIOENCODING=latin-1), use_ascii() swaps these.
 NESTED = "└ "
@@ -142,13 +142,13 @@ def report(verb: str, rep: RestoreReport, as_json: bool) -> None:
 
 def gc_report(worktree: object, rep: GcReport) -> None:
     dropped = rep.dropped
-    dry = rep.skipped.startswith("dry run")
+    dry = rep.reason.startswith("dry run")
     verb = "would drop" if dry else "dropped"
     freed = f"would free about {human_size(rep.freed)}" if dry else \
         f"freed {human_size(rep.freed)}"
     size = human_size(rep.bytes_before) if dry else \
         f"{human_size(rep.bytes_before)} {ARROW} {human_size(rep.bytes_after)}"
-    note = f" ({rep.skipped})" if rep.skipped and not dry else ""
+    note = f" ({rep.reason})" if rep.reason and not dry else ""
     click.echo(f"{display(str(worktree))}: {verb} {len(dropped.sessions)} sessions and "
                f"{len(dropped.checkpoints)} checkpoints; kept {rep.objects_kept} objects "
                f"({rep.live_trees} trees); {size}, {freed}{note}")

@@ -10,7 +10,7 @@ pays for loading libgit2.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -181,25 +181,39 @@ class ObjectDB:
                     found.append(rel)
         return sorted(found)
 
-    def reachable(self, trees: set[str], known: set[bytes] | None = None) -> Iterator[bytes]:
-        """Raw ids of every tree and blob reachable from ``trees`` (each once),
-        skipping what ``known`` holds and submodule commits (never stored)."""
-        seen: set[bytes] = set() if known is None else known
-        stack = [bytes.fromhex(t) for t in trees]
+    def reachable(self, trees: Iterable[str], known: Collection[bytes] = frozenset()
+                  ) -> set[bytes]:
+        """Raw ids of ``trees`` and of every tree and blob below them (blobs unread).
+
+        Trees in ``known`` are skipped with all below them (already accounted
+        for); submodule commits are never stored, so never named.
+        """
+        found: set[bytes] = set()
+        try:
+            stack = [bytes.fromhex(t) for t in trees]
+        except ValueError as exc:
+            raise ObjectError(f"not a tree id: {exc}") from exc
         while stack:
             oid = stack.pop()
-            if oid in seen:
+            if oid in found or oid in known:
                 continue
-            seen.add(oid)
-            yield oid
+            found.add(oid)
             for entry in self.tree_items(oid).values():
                 if entry.mode == MODE_TREE:
                     stack.append(entry.oid)
-                elif entry.mode != MODE_GITLINK and entry.oid not in seen:
-                    seen.add(entry.oid)
-                    yield entry.oid
+                elif entry.mode != MODE_GITLINK and entry.oid not in known:
+                    found.add(entry.oid)
+        return found
 
     # -- writing ----------------------------------------------------------
+
+    def read(self, oid: bytes) -> tuple[int, bytes]:
+        """(type, inflated bytes) of a stored object."""
+        try:
+            kind, data = self.repo.odb.read(oid.hex())
+        except (KeyError, ValueError, _git_error()) as exc:
+            raise ObjectError(f"object {oid.hex()} is missing from the store: {exc}") from exc
+        return int(kind), bytes(data)
 
     def write(self, kind: int, data: bytes, oid: bytes) -> None:
         """Store an object whose id the caller computed (and found absent)."""
@@ -222,24 +236,6 @@ class ObjectDB:
         except pygit2.GitError as exc:
             raise ObjectError(f"cannot store {path}: {exc}") from exc
         return bytes(oid.raw)
-
-    def pack(self, trees: set[str], only: set[bytes] | None, dest: Path) -> int:
-        """Write a pack of what ``trees`` reach (or of ``only``, each object alone) into
-        ``dest``; the number of objects packed."""
-        import pygit2
-
-        try:
-            builder = pygit2.PackBuilder(self.repo)
-            if only is None:
-                for tree in sorted(trees):
-                    builder.add_recur(pygit2.Oid(hex=tree))
-            else:
-                for raw in sorted(only):
-                    builder.add(pygit2.Oid(raw=raw))  # this object alone, not what it names
-            builder.write(str(dest))
-            return int(builder.written_objects_count)
-        except (pygit2.GitError, KeyError, ValueError) as exc:
-            raise ObjectError(f"cannot pack the store's objects: {exc}") from exc
 
     # -- comparing --------------------------------------------------------
 

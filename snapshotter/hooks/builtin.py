@@ -148,7 +148,7 @@ def _dispatch(
                                  hook_input.command())
     elif event == ev.SESSION_END:
         checkpoint = recorder.session_end()
-        from snapshotter.gc import start_detached
+        from snapshotter.history.maintenance import start_detached
 
         # Never on the runtime's clock (issue 11.4, 13.13): the gc runs in a
         # process of its own, holding the store lock only in short moments.

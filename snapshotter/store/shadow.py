@@ -87,6 +87,15 @@ def store_key(root: Path) -> str:
     return str(xxhash.xxh3_64_hexdigest(os.fsencode(str(root))))
 
 
+
+def all_store_roots(data_dir: Path) -> list[Path]:
+    """Every store directory in the data directory."""
+    base = stores_dir(data_dir)
+    if not base.is_dir():
+        return []
+    return sorted(p for p in base.iterdir() if (p / "git" / "HEAD").exists())
+
+
 @dataclass
 class _Watched:
     """One capture's view of the process's watcher (see watch.py)."""
@@ -367,14 +376,14 @@ class Store:
         """
         if loose < LOOSE_PACK_AT:
             return loose
-        from snapshotter import gc
+        from snapshotter.store import compaction
 
         try:
             # The count is an estimate (a gc may have packed them since): check first.
-            found = gc.count_loose_objects(self)
+            found = compaction.count_loose_objects(self)
             if found < LOOSE_PACK_AT:
                 return found
-            gc.pack_loose_objects(self)
+            compaction.pack_loose_objects(self)
         except (StoreError, OSError):
             return LOOSE_PACK_AT // 2  # the capture stands; packing is tried again later
         return 0

@@ -1,7 +1,8 @@
-"""Compacting a store with pygit2 alone, in proportion to what is new.
+"""Compacting a store, in proportion to what is new, given the trees that are live.
 
-Live objects are everything reachable from a tree that a checkpoint, a
-pending span, a redo entry or the stat cache names. What is packed stays
+Live objects are everything reachable from the live trees the caller names
+(history/maintenance.py: what checkpoints, pending spans, redo entries and
+the stat cache name). What is packed stays
 packed (issue 16.7: rewriting every live object with libgit2's delta search
 took 25-40 s on a large store, with nothing to do as much as after a day's
 work). A gc writes one new pack of
@@ -32,8 +33,7 @@ the live set and to swap files, a few milliseconds; the packs are written
 without it, in a scratch directory outside ``objects/pack`` (which every
 ``Store.open`` cleans), and moved in under the lock after re-checking that
 nothing a capture made live meanwhile is about to be deleted. One gc runs
-per store at a time (``gc.lock``); session_end starts it as a detached
-process (``start_detached``) and never waits for it.
+per store at a time (``gc.lock``).
 """
 
 from __future__ import annotations
@@ -43,27 +43,16 @@ import functools
 import os
 import re
 import shutil
-import sys
 import time
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
-from snapshotter.engine import Engine
 from snapshotter.errors import StoreError
 from snapshotter.git import packs as packwriter
+from snapshotter.git.objects import ObjectError
 from snapshotter.git.packs import PACK_FILE, clean_pack_dir
-from snapshotter.history import sessions as session_scope
-from snapshotter.history.records import State, load, save
-from snapshotter.history.retention import (
-    Dropped,
-    Policy,
-    apply_age_and_count,
-    drop_session,
-    oldest_droppable,
-)
-from snapshotter.store import stat_cache as manifest_io
-from snapshotter.store.shadow import Store, file_lock
+from snapshotter.store.shadow import Store, all_store_roots, file_lock
 
 _LOOSE_DIR = re.compile(r"^[0-9a-f]{2}$")
 # A bounded (session_end) gc leaves the store alone unless retention dropped
@@ -82,8 +71,13 @@ SCRATCH = "gc-scratch"  # in objects/pack: only where older versions left it
 WORK = "gc-work"  # in the store root: packs being written without the store lock
 
 
+LiveTrees = Callable[[], set[str]]  # the live trees now, read under the store lock
+
+
 @dataclass
-class GcReport:
+class Compaction:
+    """What one compaction did (gc's report, less what retention dropped)."""
+
     store: str
     live_trees: int = 0
     objects_kept: int = 0  # live objects, wherever they are stored
@@ -91,40 +85,15 @@ class GcReport:
     packs_rewritten: int = 0  # old packs whose live objects were copied, then deleted
     bytes_before: int = 0
     bytes_after: int = 0
-    dropped: Dropped = field(default_factory=Dropped)
-    skipped: str = ""  # why nothing (or not everything) was done
+    reason: str = ""  # why nothing (or not everything) was done
 
     @property
     def freed(self) -> int:
         return max(0, self.bytes_before - self.bytes_after)
 
 
-def collect(engine: Engine, *, budget_s: float | None = None, dry_run: bool = False,
-            policy: Policy | None = None, compact: bool = False) -> GcReport:
-    """Apply retention, pack what is new, drop the rest; bounded by ``budget_s``.
-
-    ``compact``: rewrite every pack holding an unreachable object, however few.
-    """
-    return collect_store(engine.store, budget_s=budget_s, dry_run=dry_run, policy=policy,
-                         compact=compact)
-
-
-def collect_store(store: Store, *, budget_s: float | None = None, dry_run: bool = False,
-                  policy: Policy | None = None, compact: bool = False) -> GcReport:
-    policy = policy or Policy()
-    try:
-        if dry_run:  # changes nothing, so it needs no turn (and leaves no lock file)
-            return _collect(store, budget_s, dry_run, policy, compact)
-        with _only_gc(store, wait=budget_s is None) as mine:
-            if not mine:
-                return GcReport(str(store.root), skipped="another gc is running on this store")
-            return _collect(store, budget_s, dry_run, policy, compact)
-    except OSError as exc:  # a permission, disk or lock failure: one clear error, not a crash
-        raise StoreError(f"gc stopped: {exc}") from exc
-
-
 @contextlib.contextmanager
-def _only_gc(store: Store, *, wait: bool) -> Iterator[bool]:
+def only_gc(store: Store, *, wait: bool) -> Iterator[bool]:
     """One gc per store at a time; a bounded one does not queue behind another."""
     lock = file_lock(store.root / "gc.lock", timeout=-1 if wait else 0)
     try:
@@ -136,54 +105,6 @@ def _only_gc(store: Store, *, wait: bool) -> Iterator[bool]:
         yield True
     finally:
         lock.release()
-
-
-def _collect(store: Store, budget_s: float | None, dry_run: bool, policy: Policy,
-             compact: bool) -> GcReport:
-    objects = store.root / "git" / "objects"
-    with store.locked():  # a short hold: read, apply retention, write the records
-        remove_orphans(objects)
-        if not dry_run:
-            _remove_stale_work(store)
-        state = load(store)
-        report = GcReport(str(store.root), bytes_before=_size(objects))
-        report.dropped = apply_age_and_count(state, policy)
-        if report.dropped.checkpoints and not dry_run:
-            save(store, state)  # records go before the objects they named
-        plan = _read_plan(store, state)
-    over = (policy.max_store_bytes is not None and report.bytes_before > policy.max_store_bytes
-            and oldest_droppable(state) is not None)  # else rewriting frees nothing more
-    share = 0.0 if over or compact else GARBAGE_SHARE
-    if budget_s is not None and not (over or compact or report.dropped.checkpoints):
-        report.skipped = _idle(plan)
-        if report.skipped:
-            report.bytes_after = report.bytes_before
-            return report
-    if dry_run:
-        live = _live_objects(store, plan.trees)
-        job = _job(plan, live, share)
-        report.live_trees, report.objects_kept = len(plan.trees), len(live)
-        report.bytes_after = report.bytes_before - _freed_estimate(job, live)
-        report.skipped = "dry run: nothing changed"
-        return report
-    deadline = None if budget_s is None else time.monotonic() + budget_s
-    _pass(store, report, share, plan)
-    while (
-        policy.max_store_bytes is not None
-        and report.bytes_after > policy.max_store_bytes
-        and (deadline is None or time.monotonic() < deadline)
-    ):
-        with store.locked():
-            state = load(store)
-            victim = oldest_droppable(state)
-            if victim is not None:
-                drop_session(state, victim, report.dropped)
-                save(store, state)
-        if victim is None:
-            report.skipped = "over the size budget, but only the newest session is left"
-            break
-        _pass(store, report, 0.0)
-    return report
 
 
 @dataclass(eq=False)
@@ -233,9 +154,11 @@ class _Job:
         return not (self.packs or self.loose or self.unused)
 
 
-def _read_plan(store: Store, state: State) -> _Plan:
+def read_plan(store: Store, trees: set[str]) -> _Plan:
+    """What a pass works from: the live trees given (read under the store lock) and the
+    store's packs, loose objects and shared files."""
     objects = store.root / "git" / "objects"
-    return _Plan(_live_trees(store, state), _own_packs(objects), _loose_objects(objects),
+    return _Plan(trees, _own_packs(objects), _loose_objects(objects),
                  _shared_files(objects))
 
 
@@ -262,7 +185,7 @@ def _own_packs(objects: Path) -> list[_Pack]:
     return found
 
 
-def _idle(plan: _Plan) -> str:
+def idle_reason(plan: _Plan) -> str:
     """Why a bounded gc can leave the store as it is; "" when there is work worth doing."""
     counts = sorted(len(p.entries) for p in plan.packs)
     if len(plan.loose) >= LOOSE_THRESHOLD or _rolled(counts, 0):
@@ -318,7 +241,16 @@ def _freed_estimate(job: _Job, live: set[bytes]) -> int:
     return total
 
 
-def _pass(store: Store, report: GcReport, share: float, plan: _Plan | None = None) -> None:
+def estimate(store: Store, plan: _Plan, share: float, report: Compaction) -> None:
+    """What a pass would keep and free, changing nothing (``gc --dry-run``)."""
+    live = _live_objects(store, plan.trees)
+    job = _job(plan, live, share)
+    report.live_trees, report.objects_kept = len(plan.trees), len(live)
+    report.bytes_after = report.bytes_before - _freed_estimate(job, live)
+
+
+def compact_pass(store: Store, report: Compaction, share: float, live: LiveTrees,
+                 plan: _Plan | None = None) -> None:
     """One new pack of what is new and of the packs worth rewriting; then the old files go.
 
     ``plan``: what was read under the store lock, if it was just read. The
@@ -327,26 +259,26 @@ def _pass(store: Store, report: GcReport, share: float, plan: _Plan | None = Non
     objects = store.root / "git" / "objects"
     if plan is None:
         with store.locked():
-            plan = _read_plan(store, load(store))
-    live = _live_objects(store, plan.trees)
-    job = _job(plan, live, share)
-    report.live_trees, report.objects_kept = len(plan.trees), len(live)
+            plan = read_plan(store, live())
+    alive = _live_objects(store, plan.trees)
+    job = _job(plan, alive, share)
+    report.live_trees, report.objects_kept = len(plan.trees), len(alive)
     if job.idle:
-        report.skipped = report.skipped or "nothing new to pack"
-        report.bytes_after = _size(objects)
+        report.reason = report.reason or "nothing new to pack"
+        report.bytes_after = size(objects)
         return
     work = _work_dir(store)
     try:
         report.objects_written += _write_pack(store, job, work)
         with store.locked():
             new_names = _move_in(work, objects / "pack")
-            keep = _still_needed(store, plan, job, live)
+            keep = _still_needed(store, plan, job, alive, live)
             _delete_old(job, keep, new_names)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     report.packs_rewritten += len(job.packs)
     store.reopen()
-    report.bytes_after = _size(objects)
+    report.bytes_after = size(objects)
 
 
 def _work_dir(store: Store) -> Path:
@@ -357,7 +289,7 @@ def _work_dir(store: Store) -> Path:
     return Path(tempfile.mkdtemp(prefix=f"{WORK}-", dir=store.root))
 
 
-def _remove_stale_work(store: Store) -> None:
+def remove_stale_work(store: Store) -> None:
     """Scratch directories of killed writers; only under both the gc and the store
     lock, when no other writer can be using one."""
     for path in store.root.glob(f"{WORK}-*"):
@@ -373,14 +305,15 @@ def _move_in(work: Path, pack_dir: Path) -> set[str]:
     return names
 
 
-def _still_needed(store: Store, plan: _Plan, job: _Job, packed: set[bytes]) -> set[Path]:
+def _still_needed(store: Store, plan: _Plan, job: _Job, packed: set[bytes],
+                  live: LiveTrees) -> set[Path]:
     """Files about to go that hold objects which became live while the pack was written.
 
     A capture meanwhile may name an old object again without writing it (the
     stat cache, or libgit2 finding it present). Only trees not seen before
     are walked, and only down to the subtrees already packed.
     """
-    fresh = _live_trees(store, load(store)) - plan.trees
+    fresh = live() - plan.trees
     if not fresh:
         return set()
     needed = _live_objects(store, fresh, known=packed)
@@ -426,22 +359,18 @@ def _pack_loose(store: Store, loose: list[Path]) -> int:
     lock: loose objects never change. The pack is moved in, and the loose
     copies deleted, under it.
     """
-    import pygit2
-
     objects = store.root / "git" / "objects"
-    odb = store.objects.repo.odb
 
     def read() -> Iterator[tuple[bytes, int, bytes]]:
         for path in sorted(loose):
-            oid = path.parent.name + path.name
-            kind, data = odb.read(oid)
-            yield bytes.fromhex(oid), int(kind), data
+            oid = _loose_id(path)
+            yield oid, *store.objects.read(oid)
 
     work = _work_dir(store)
     try:
         try:
             written = packwriter.write_pack(work, read())
-        except (pygit2.GitError, KeyError, ValueError) as exc:
+        except (ObjectError, KeyError, ValueError) as exc:
             raise StoreError(f"gc stopped, nothing deleted: {exc}") from exc
         with store.locked():
             _move_in(work, objects / "pack")
@@ -452,28 +381,13 @@ def _pack_loose(store: Store, loose: list[Path]) -> int:
     return written
 
 
-def _live_trees(store: Store, state: State) -> set[str]:
-    trees = state.live_trees()
-    cached = manifest_io.load(store.root / "manifest").tree
-    if cached:
-        trees.add(cached)  # the stat cache reuses its blobs without re-reading files
-    return trees
-
-
 def _write_pack(store: Store, job: _Job, work: Path) -> int:
     """The job's wanted objects as one pack in ``work``; returns the count."""
-    import pygit2
-
-    odb = store.objects.repo.odb
-
-    def read(oid: bytes) -> tuple[int, bytes]:
-        kind, data = odb.read(oid.hex())
-        return int(kind), data
-
     loose = sorted(oid for oid in map(_loose_id, job.loose) if oid in job.wanted)
     try:
-        return packwriter.copy_pack(work, [(p.pack, job.wanted) for p in job.packs], loose, read)
-    except (pygit2.GitError, KeyError, ValueError) as exc:
+        return packwriter.copy_pack(work, [(p.pack, job.wanted) for p in job.packs], loose,
+                                    store.objects.read)
+    except (ObjectError, KeyError, ValueError) as exc:
         raise StoreError(f"gc stopped, nothing deleted: {exc}") from exc
 
 
@@ -488,27 +402,10 @@ def _live_objects(
 
     Trees in ``known`` are skipped with all below them (already accounted for).
     """
-    import pygit2
-
-    found: set[bytes] = set()
-    stack = [pygit2.Oid(hex=t) for t in trees]
     try:
-        while stack:
-            oid = stack.pop()
-            if oid.raw in found or oid.raw in known:
-                continue
-            found.add(oid.raw)
-            tree = store.objects.repo[oid]
-            if not isinstance(tree, pygit2.Tree):
-                raise StoreError(f"gc stopped, nothing deleted: {oid} is not a tree")
-            for entry in tree:
-                if entry.filemode == pygit2.enums.FileMode.TREE:
-                    stack.append(entry.id)
-                elif entry.filemode != pygit2.enums.FileMode.COMMIT and entry.id.raw not in known:
-                    found.add(entry.id.raw)
-    except (pygit2.GitError, KeyError, ValueError) as exc:
+        return store.objects.reachable(trees, known)
+    except ObjectError as exc:
         raise StoreError(f"gc stopped, nothing deleted: {exc}") from exc
-    return found
 
 
 @dataclass(frozen=True)
@@ -573,7 +470,7 @@ def remove_orphans(objects: Path) -> int:
     return removed
 
 
-def _size(path: Path) -> int:
+def size(path: Path) -> int:
     """Bytes only the store holds: files with one link.
 
     A file shared with the source repository costs no disk while the source
@@ -604,49 +501,6 @@ def pack_loose_objects(store: Store) -> int:
     return _pack_loose(store, loose)
 
 
-def start_detached(store: Store, *, budget_s: float, policy: Policy) -> None:
-    """Run a bounded gc of ``store`` in a new process that outlives the caller.
-
-    session_end must return within the runtime's budget (Claude Code kills a
-    SessionEnd hook after 1.5 s; issue 11.4): it never waits for gc. The
-    child has no stdio and its own session; its failures go to the log.
-    """
-    import subprocess
-
-    data_dir = store.root.parent.parent
-    argv = [sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), "gc",
-            "-C", str(store.worktree.root), "--detached", "--budget-s", repr(budget_s),
-            *_policy_args(policy)]
-    subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                     stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
-                     cwd="/")
-
-
-def _policy_args(policy: Policy) -> list[str]:
-    """The policy as ``snapshotter gc`` options (retention args always set all three)."""
-    args = []
-    if policy.max_age_days is not None:
-        args += ["--max-age-days", repr(policy.max_age_days)]
-    if policy.max_checkpoints is not None:
-        args += ["--max-checkpoints", str(policy.max_checkpoints)]
-    if policy.max_store_bytes is not None:
-        args += ["--max-size", str(policy.max_store_bytes)]
-    return args
-
-
-def run_detached(data_dir: Path, directory: str, budget_s: float, policy: Policy) -> None:
-    """The detached gc's body: nobody reads its output, so failures are logged."""
-    from snapshotter.errors import SnapshotterError
-    from snapshotter.store.logfile import append
-
-    try:
-        engine = Engine.open(directory, data_dir_path=data_dir, create=False)
-        if engine is not None:
-            collect_store(engine.store, budget_s=budget_s, policy=policy)
-    except (SnapshotterError, OSError) as exc:
-        append(data_dir, f"session_end gc: {exc}")
-
-
 def drop_orphan_stores(data_dir: Path, max_age_days: float, *, dry_run: bool = False) -> list[Path]:
     """Delete the stores whose worktree is gone and that were idle ``max_age_days``.
 
@@ -654,8 +508,6 @@ def drop_orphan_stores(data_dir: Path, max_age_days: float, *, dry_run: bool = F
     otherwise pile up forever (issue 13.19). A store whose worktree record
     cannot be read is kept: nothing says whose it is.
     """
-    from snapshotter.engine import all_store_roots
-
     cutoff = time.time() - max_age_days * 86400
     dropped = []
     for root in all_store_roots(data_dir):
@@ -663,8 +515,6 @@ def drop_orphan_stores(data_dir: Path, max_age_days: float, *, dry_run: bool = F
             continue
         if dry_run or _drop_store(root):
             dropped.append(root)
-    if not dry_run:  # where each session works: idle records go with the same age
-        session_scope.forget_older_than(data_dir, max_age_days * 86400, time.time())
     return dropped
 
 

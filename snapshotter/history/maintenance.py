@@ -1,0 +1,157 @@
+"""gc: retention over the records, then compaction of what stays live.
+
+Retention (retention.py) decides which checkpoints and sessions go; the
+records are saved before the objects they named are compacted away
+(store/compaction.py). session_end starts a bounded gc as a detached
+process (``start_detached``) and never waits for it.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from snapshotter.errors import StoreError
+from snapshotter.history import sessions
+from snapshotter.history.records import State, load, save
+from snapshotter.history.retention import (
+    Dropped,
+    Policy,
+    apply_age_and_count,
+    drop_session,
+    oldest_droppable,
+)
+from snapshotter.store import compaction, stat_cache
+from snapshotter.store.compaction import Compaction
+from snapshotter.store.shadow import Store
+from snapshotter.store.workspace import Workspace
+
+
+@dataclass
+class GcReport(Compaction):
+    """A compaction, and the checkpoints and sessions retention dropped before it."""
+
+    dropped: Dropped = field(default_factory=Dropped)
+
+
+def collect(engine: Workspace, *, budget_s: float | None = None, dry_run: bool = False,
+            policy: Policy | None = None, compact: bool = False) -> GcReport:
+    """Apply retention, pack what is new, drop the rest; bounded by ``budget_s``.
+
+    ``compact``: rewrite every pack holding an unreachable object, however few.
+    """
+    return collect_store(engine.store, budget_s=budget_s, dry_run=dry_run, policy=policy,
+                         compact=compact)
+
+
+def collect_store(store: Store, *, budget_s: float | None = None, dry_run: bool = False,
+                  policy: Policy | None = None, compact: bool = False) -> GcReport:
+    """``collect`` for a store (every store, for ``gc --all``)."""
+    policy = policy or Policy()
+    try:
+        if dry_run:  # changes nothing, so it needs no turn (and leaves no lock file)
+            return _collect(store, budget_s, dry_run, policy, compact)
+        with compaction.only_gc(store, wait=budget_s is None) as mine:
+            if not mine:
+                return GcReport(str(store.root), reason="another gc is running on this store")
+            return _collect(store, budget_s, dry_run, policy, compact)
+    except OSError as exc:  # a permission, disk or lock failure: one clear error, not a crash
+        raise StoreError(f"gc stopped: {exc}") from exc
+
+
+def _collect(store: Store, budget_s: float | None, dry_run: bool, policy: Policy,
+             compact: bool) -> GcReport:
+    objects = store.root / "git" / "objects"
+    with store.locked():  # a short hold: read, apply retention, write the records
+        compaction.remove_orphans(objects)
+        if not dry_run:
+            compaction.remove_stale_work(store)
+        state = load(store)
+        report = GcReport(str(store.root), bytes_before=compaction.size(objects))
+        report.dropped = apply_age_and_count(state, policy)
+        if report.dropped.checkpoints and not dry_run:
+            save(store, state)  # records go before the objects they named
+        plan = compaction.read_plan(store, _live_trees(store, state))
+    over = (policy.max_store_bytes is not None and report.bytes_before > policy.max_store_bytes
+            and oldest_droppable(state) is not None)  # else rewriting frees nothing more
+    share = 0.0 if over or compact else compaction.GARBAGE_SHARE
+    if budget_s is not None and not (over or compact or report.dropped.checkpoints):
+        report.reason = compaction.idle_reason(plan)
+        if report.reason:
+            report.bytes_after = report.bytes_before
+            return report
+    if dry_run:
+        compaction.estimate(store, plan, share, report)
+        report.reason = "dry run: nothing changed"
+        return report
+
+    def live() -> set[str]:
+        return _live_trees(store, load(store))
+
+    deadline = None if budget_s is None else time.monotonic() + budget_s
+    compaction.compact_pass(store, report, share, live, plan)
+    while (
+        policy.max_store_bytes is not None
+        and report.bytes_after > policy.max_store_bytes
+        and (deadline is None or time.monotonic() < deadline)
+    ):
+        with store.locked():
+            state = load(store)
+            victim = oldest_droppable(state)
+            if victim is not None:
+                drop_session(state, victim, report.dropped)
+                save(store, state)
+        if victim is None:
+            report.reason = "over the size budget, but only the newest session is left"
+            break
+        compaction.compact_pass(store, report, 0.0, live)
+    return report
+
+
+def _live_trees(store: Store, state: State) -> set[str]:
+    trees = state.live_trees()
+    cached = stat_cache.load(store.root / "manifest").tree
+    if cached:
+        trees.add(cached)  # the stat cache reuses its blobs without re-reading files
+    return trees
+
+
+def start_detached(store: Store, *, budget_s: float, policy: Policy) -> None:
+    """Run a bounded gc of ``store`` in a new process that outlives the caller.
+
+    session_end must return within the runtime's budget (Claude Code kills a
+    SessionEnd hook after 1.5 s; issue 11.4): it never waits for gc. The
+    child has no stdio and its own session; its failures go to the log.
+    """
+    import subprocess
+
+    data_dir = store.root.parent.parent
+    argv = [sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), "gc",
+            "-C", str(store.worktree.root), "--detached", "--budget-s", repr(budget_s),
+            *_policy_args(policy)]
+    subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
+                     cwd="/")
+
+
+def _policy_args(policy: Policy) -> list[str]:
+    """The policy as ``snapshotter gc`` options (retention args always set all three)."""
+    args = []
+    if policy.max_age_days is not None:
+        args += ["--max-age-days", repr(policy.max_age_days)]
+    if policy.max_checkpoints is not None:
+        args += ["--max-checkpoints", str(policy.max_checkpoints)]
+    if policy.max_store_bytes is not None:
+        args += ["--max-size", str(policy.max_store_bytes)]
+    return args
+
+
+def drop_orphans(data_dir: Path, max_age_days: float, *, dry_run: bool = False) -> list[Path]:
+    """Stores whose worktree is gone, idle ``max_age_days`` (compaction.drop_orphan_stores),
+    and the session records idle as long."""
+    dropped = compaction.drop_orphan_stores(data_dir, max_age_days, dry_run=dry_run)
+    if not dry_run:  # where each session works: idle records go with the same age
+        sessions.forget_older_than(data_dir, max_age_days * 86400, time.time())
+    return dropped
