@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from conftest import make_repo
+from builders import make_repo
 
 from snapshotter import gc as gc_mod
 from snapshotter import history

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import git, make_repo, snapshot_dir_bytes, write
+from builders import git, make_repo, snapshot_dir_bytes, write
 
 from snapshotter import restore as restore_mod
 from snapshotter.engine import Engine

@@ -9,15 +9,13 @@ Executor.dispatch, the builtin wired on all six events, tool events via matcher
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
+from builders import run_hook
 from conftest import stop_servers_of
 
 from snapshotter import replay
@@ -94,10 +92,7 @@ def replay_subprocess(name: str, base: Path, runtime: Path) -> dict[str, Any]:
     problems: list[str] = []
 
     def send(event: dict[str, Any]) -> None:
-        done = subprocess.run(
-            [sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), "hook"],
-            input=json.dumps(event).encode(), capture_output=True, env=env, check=False,
-        )
+        done = run_hook(event, data_dir, env=env)
         out = done.stdout.decode(errors="replace").strip()
         err = done.stderr.decode(errors="replace")
         if done.returncode != 0 or out not in ("", "{}") or err:

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import git, make_repo, write
+from builders import git, make_repo, write
 
 from snapshotter import scan as scan_mod
 from snapshotter import store as store_mod
