@@ -284,16 +284,19 @@ def commands_for(config: dict[str, Any], event: str, tool_name: str) -> list[str
     return found
 
 
-def replay_through(config: dict[str, Any], session: dict[str, Any], root: Path) -> int:
-    """Play ``session`` on ``root``, running the configured commands for each event."""
+def replay_through(config: dict[str, Any], session: dict[str, Any], root: Path,
+                   server: str = "0") -> int:
+    """Play ``session`` on ``root``, running the configured commands for each event
+    (``server``: SNAPSHOTTER_HOOK_SERVER, "1" as users run them, "0" as the tests)."""
     ran = 0
+    command_env = {**env(), "SNAPSHOTTER_HOOK_SERVER": server}
 
     def send(event: dict[str, Any]) -> None:
         nonlocal ran
         for command in commands_for(config, event["hook_event_name"],
                                     event.get("tool_name", "")):
             done = subprocess.run(command, shell=True, input=json.dumps(event), text=True,
-                                  capture_output=True, cwd=root, env=env(), check=False,
+                                  capture_output=True, cwd=root, env=command_env, check=False,
                                   timeout=120)
             assert done.returncode == 0, f"{command!r} on {event} exited {done.returncode}"
             assert done.stdout.strip() in ("", "{}"), f"{command!r} printed {done.stdout!r}"
@@ -342,7 +345,10 @@ def test_yaml_reader_reads_the_hook_config_shape() -> None:
             parse_yaml(bad)
 
 
-def test_readme_docker_agent_yaml_wires_every_snapshot_event(tmp_path: Path) -> None:
+# Fast: the hooks through the resident hook server, as users run them; full: each
+# event handled in its own process.
+@pytest.mark.parametrize("server", fast_and_full("1", "0"))
+def test_readme_docker_agent_yaml_wires_every_snapshot_event(tmp_path: Path, server: str) -> None:
     """README.md's docker-agent ```yaml block, replayed command by command."""
     config = parse_yaml(fenced(README.read_text(), "yaml", "snapshotter hook"))
     hooks = config["hooks"]
@@ -364,7 +370,7 @@ def test_readme_docker_agent_yaml_wires_every_snapshot_event(tmp_path: Path) -> 
 
     session = load_session("docker_agent_two_turns")
     root = build_repo(tmp_path / "agent-repo", load_recipe(session["repo"]))
-    ran = replay_through(hooks, session, root)
+    ran = replay_through(hooks, session, root, server)
     configured = sum(1 for s in session["steps"]
                      if "event" in s and s["event"]["hook_event_name"] in SNAPSHOT_EVENTS)
     assert ran == configured, f"every snapshot event ran `snapshotter hook` ({ran}/{configured})"
@@ -372,13 +378,16 @@ def test_readme_docker_agent_yaml_wires_every_snapshot_event(tmp_path: Path) -> 
     assert recorded == session["expect"], "checkpoints as the recording expects"
 
 
-# cd_interrupt sends every event the README wires; the full run replays both recordings.
-@pytest.mark.parametrize("sessions", fast_and_full(
-    ("claude_code_cd_interrupt",), ("claude_code_session", "claude_code_cd_interrupt")))
+# Fast: cd_interrupt, which sends every event the README wires, through the hook
+# server as users run it; full: both recordings, each event in its own process.
+@pytest.mark.parametrize("case", fast_and_full(
+    (("claude_code_cd_interrupt",), "1"),
+    (("claude_code_session", "claude_code_cd_interrupt"), "0")))
 def test_readme_claude_code_settings_wire_every_snapshot_event(
-    tmp_path: Path, sessions: tuple[str, ...]
+    tmp_path: Path, case: tuple[tuple[str, ...], str]
 ) -> None:
     """README.md's Claude Code ```json settings, replayed command by command."""
+    sessions, server = case
     settings = json.loads(fenced(README.read_text(), "json", "snapshotter hook"))
     hooks = settings["hooks"]
     assert sorted(hooks) == sorted(CLAUDE_EVENTS), f"README wires every event: {sorted(hooks)}"
@@ -396,7 +405,7 @@ def test_readme_claude_code_settings_wire_every_snapshot_event(
     for name in sessions:
         session = load_session(name)
         root = build_repo(tmp_path / name, load_recipe(session["repo"]))
-        ran = replay_through(hooks, session, root)
+        ran = replay_through(hooks, session, root, server)
         wired = [s["event"]["hook_event_name"] for s in session["steps"] if "event" in s]
         sent.update(wired)
         assert ran == sum(e in CLAUDE_EVENTS for e in wired), (
