@@ -1,16 +1,16 @@
 """Shared test builders: real git repositories, real hook processes, state read back.
 
-Three kinds, used by most test files:
-
 - repositories: ``make_repo`` (``git init``, files, ``git commit`` with the real
   git CLI), ``write``, ``git``;
 - hook players: ``run_hook`` / ``hook_ok`` start ``snapshotter hook`` as a real
   process fed an event as JSON on stdin, as docker-agent and Claude Code do
-  (``event`` and ``claude_event`` build the two payload shapes);
-  ``hook_in_process`` calls the function behind it in this process;
+  (``event`` and ``claude_event`` build the two payload shapes; ``turn`` plays
+  a docker-agent turn); ``hook_in_process`` calls the function behind it here;
+- commands: ``run_cli`` in a process, ``run_cli_in_process`` through ``cli.main``;
 - state readers: ``listed`` (``snapshotter list --json``), and for what no
-  command shows (pending tool marks, ``next_id``) the one store's
-  ``state.json``.
+  command shows (pending tool marks, ``next_id``) the one store's ``state.json``;
+- sizes: ``fast_and_full`` parametrizes a stress test with a fast run for the
+  default suite and its full size behind the ``slow`` marker.
 
 The environment is the test's own (``conftest.hermetic``): a process started
 here sees its HOME, data directory and runtime directory.
