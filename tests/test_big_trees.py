@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from builders import event, fast_and_full, git, run_cli, run_hook, write
 
-from snapshotter import scan
+from snapshotter.store import walk as scan
 from snapshotter.engine import Engine
 from snapshotter.errors import NotAProject, Refused
-from snapshotter.logfile import log_path
+from snapshotter.store.logfile import log_path
 
 
 def sn(*args: str | Path, home: Path) -> subprocess.CompletedProcess[str]:
@@ -78,8 +78,8 @@ def test_undo_is_never_refused_by_the_guard(
     repo: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Recorded with a cap (the user said so); the CLI's undo has no cap, so the guard is on."""
-    from snapshotter import history
-    from snapshotter.checkpoints import Recorder
+    from snapshotter.history import undo as history
+    from snapshotter.history.recorder import Recorder
 
     untracked_heavy(repo, monkeypatch)
     capped = Engine.open(repo, data_dir_path=data_dir, max_files=5000)

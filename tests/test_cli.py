@@ -20,7 +20,7 @@ import click
 import pytest
 from builders import make_repo, write
 
-from snapshotter.cli import cli, main
+from snapshotter.cli.main import cli, main
 
 TREE_ID = re.compile(r"^[0-9a-f]{40}$")
 SESSION = "sess-1"
@@ -662,13 +662,13 @@ def test_verbose_shows_a_traceback(sn: Sn, tmp_path: Path) -> None:
 
 def test_unexpected_exception_is_one_line_error_1(sn: Sn, repo: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    import snapshotter.history
+    import snapshotter.history.undo
 
     def boom(*_a: Any, **_k: Any) -> None:
         raise RuntimeError("kaboom")
 
     Agent(sn, repo).turn({"a.txt": "a\n"}, tool=None)
-    monkeypatch.setattr(snapshotter.history, "undo_last", boom)
+    monkeypatch.setattr(snapshotter.history.undo, "undo_last", boom)
     r = sn("undo", "-C", repo)
     assert r.code == 1, f"an internal error exits 1, got {r.code}"
     r.one_line_error("kaboom", "--verbose")

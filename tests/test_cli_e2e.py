@@ -22,7 +22,7 @@ import pytest
 from builders import fast_and_full, hook_ok, run_cli, run_hook, write
 from builders import listed as listed_by
 
-from snapshotter.replay import build_repo, load_recipe, load_session, replay
+from snapshotter.cli.replay import build_repo, load_recipe, load_session, replay
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

@@ -43,7 +43,7 @@ import pytest
 from builders import event, fast_and_full, hook_in_process, make_repo
 
 from snapshotter import gc as gc_mod
-from snapshotter import state as state_mod
+from snapshotter.history import records as state_mod
 from snapshotter.engine import Engine
 from snapshotter.fileio import TEMP_PREFIX
 
@@ -64,7 +64,8 @@ BASE_FILES = 120
 ZYGOTE = r"""
 import io, json, os, sys, time
 from pathlib import Path
-from snapshotter import gc as gc_mod, history
+from snapshotter import gc as gc_mod
+from snapshotter.history import undo as history
 from snapshotter.engine import Engine
 from snapshotter.hooks import command
 

@@ -12,10 +12,10 @@ from pathlib import Path
 from builders import make_repo
 
 from snapshotter import gc as gc_mod
-from snapshotter import history
-from snapshotter.checkpoints import Recorder
+from snapshotter.history import undo as history
+from snapshotter.history.recorder import Recorder
 from snapshotter.engine import Engine
-from snapshotter.state import load
+from snapshotter.history.records import load
 
 DEPTH = 1_100
 

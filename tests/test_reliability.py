@@ -52,7 +52,7 @@ from builders import (
 
 from snapshotter import fileio
 from snapshotter.engine import Engine
-from snapshotter.logfile import log_path
+from snapshotter.store.logfile import log_path
 
 HOOK_TIMEOUT_S = 20.0  # generous: a hook that waits on a stale lock would blow through it
 SESSION = "sess-1"
@@ -908,7 +908,7 @@ def test_13_unreadable_files_are_skipped_and_reported_never_a_crash(
 VANISHING = """
 import json, os, shutil, sys
 from pathlib import Path
-import snapshotter.store as store_mod
+import snapshotter.store.shadow as store_mod
 from snapshotter.engine import Engine
 
 root, data = Path(sys.argv[1]), sys.argv[2]

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from builders import git, make_repo, snapshot_dir_bytes, write
 
-from snapshotter import restore as restore_mod
+from snapshotter.store import restore as restore_mod
 from snapshotter.engine import Engine
 from snapshotter.errors import UnsafePath
 

@@ -24,11 +24,11 @@ from builders import fast_and_full, make_repo, write
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from snapshotter import history
-from snapshotter.checkpoints import Recorder
+from snapshotter.history import undo as history
+from snapshotter.history.recorder import Recorder
 from snapshotter.engine import Engine
 from snapshotter.errors import Conflict, NothingToDo
-from snapshotter.state import load
+from snapshotter.history.records import load
 
 SESSION = "s"
 LIMIT = 64  # max_new_file_size: a few bytes more make a file "large"

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from builders import git, make_repo, write
 
-from snapshotter import history
-from snapshotter.checkpoints import Recorder
+from snapshotter.history import undo as history
+from snapshotter.history.recorder import Recorder
 from snapshotter.engine import Engine
 
 SECRET = b"API_KEY=the user's secret\n"

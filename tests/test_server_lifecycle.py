@@ -23,7 +23,7 @@ from builders import argv, event, files_of, listed, make_repo, run_hook, write
 
 from snapshotter.engine import Engine
 from snapshotter.hooks import client
-from snapshotter.store import stores_dir
+from snapshotter.store.shadow import stores_dir
 
 
 def wait_for(path: Path, present: bool = True, limit: float = 60) -> None:

@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 from builders import run_hook
 
-from snapshotter import replay
+from snapshotter.cli import replay
 from snapshotter.hooks.builtin import register_snapshot
 from snapshotter.hooks.events import SNAPSHOT_EVENTS, TOOL_EVENTS, HookInput
 from snapshotter.hooks.registry import Executor, HooksConfig, Registry
-from snapshotter.logfile import log_path
+from snapshotter.store.logfile import log_path
 from snapshotter.models import Checkpoint
 
 SESSIONS = replay.session_names()

@@ -20,7 +20,7 @@ from snapshotter.hooks import events as ev
 from snapshotter.hooks.builtin import SnapshotController, register_snapshot
 from snapshotter.hooks.events import HookInput
 from snapshotter.hooks.registry import Executor, HooksConfig, Registry
-from snapshotter.logfile import log_path
+from snapshotter.store.logfile import log_path
 from snapshotter.models import Checkpoint
 
 BUILTIN = [{"type": "builtin", "command": "snapshot"}]
@@ -490,9 +490,9 @@ def test_reset_to_another_sessions_checkpoint_is_refused(rig: Rig) -> None:
 
 
 def test_a_redo_is_not_claimed_by_a_later_unpaired_tool(tmp_path: Path, data_dir: Path) -> None:
-    from snapshotter.checkpoints import Recorder
+    from snapshotter.history.recorder import Recorder
     from snapshotter.engine import Engine
-    from snapshotter.history import redo, undo_last
+    from snapshotter.history.undo import redo, undo_last
 
     root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
     engine = Engine.open(root, data_dir_path=data_dir)
@@ -512,7 +512,7 @@ def test_a_redo_is_not_claimed_by_a_later_unpaired_tool(tmp_path: Path, data_dir
 
 def test_the_file_cap_never_blocks_the_way_back(repo: Path, data_dir: Path) -> None:
     """Recorded with a raised cap (--arg max_files), undone where the default cap is lower."""
-    from snapshotter import history
+    from snapshotter.history import undo as history
     from snapshotter.engine import Engine
     from snapshotter.hooks.builtin import SnapshotBuiltin
     from snapshotter.hooks.events import HookInput

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from builders import git, make_repo, write
 
-from snapshotter import scan as scan_mod
-from snapshotter import store as store_mod
-from snapshotter import watch
+from snapshotter.store import walk as scan_mod
+from snapshotter.store import shadow as store_mod
+from snapshotter.store import watch
 from snapshotter.engine import Engine
 
 pytestmark = pytest.mark.skipif(
