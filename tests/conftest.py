@@ -1,4 +1,4 @@
-"""Hermetic test environment and real-git repository builders."""
+"""The hermetic test environment and its fixtures (builders: builders.py)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,21 @@ import os
 import pwd
 import shutil
 import signal
-import subprocess
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 
 import pygit2
 import pytest
+
+# Builders live in builders.py; these names stay importable from here for the
+# files that still import them from conftest.
+from builders import REPO_FILES as REPO_FILES
+from builders import git as git
+from builders import make_repo as make_repo
+from builders import reachable as reachable
+from builders import snapshot_dir_bytes as snapshot_dir_bytes
+from builders import write as write
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "Test",
@@ -222,48 +230,6 @@ def data_dir(hermetic: Path) -> Path:
     return hermetic / "data"
 
 
-def git(cwd: Path, *args: str, check: bool = True) -> str:
-    """Run the real git CLI (only tests use it, to build fixtures and as an oracle)."""
-    done = subprocess.run(
-        ["git", *args], cwd=cwd, capture_output=True, text=True, check=False
-    )
-    if check and done.returncode != 0:
-        raise AssertionError(f"git {' '.join(args)} failed: {done.stderr}")
-    return done.stdout
-
-
-def write(root: Path, rel: str, content: str | bytes = "", mode: int | None = None) -> Path:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(content, str):
-        content = content.encode()
-    path.write_bytes(content)
-    if mode is not None:
-        os.chmod(path, mode)
-    return path
-
-
-def make_repo(
-    root: Path, files: Mapping[str, str | bytes] | None = None, commit: bool = True
-) -> Path:
-    """A real git repository at ``root`` with ``files`` committed."""
-    root.mkdir(parents=True, exist_ok=True)
-    git(root, "init", "-q", "-b", "main")
-    for rel, content in (files or {}).items():
-        write(root, rel, content)
-    if commit and files:
-        git(root, "add", "-A")
-        git(root, "commit", "-q", "-m", "initial")
-    return root
-
-
-REPO_FILES: dict[str, str | bytes] = {
-    "README.md": "# demo\n",
-    "src/app.py": "print('hi')\n",
-    "src/util.py": "X = 1\n",
-}
-
-
 @pytest.fixture
 def repo(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small committed repository: built with git once per run, copied per test."""
@@ -273,32 +239,3 @@ def repo(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path / "repo"
     shutil.copytree(template, root, symlinks=True)
     return root
-
-
-def snapshot_dir_bytes(path: Path) -> dict[str, bytes]:
-    """Every file under ``path`` with its bytes (to prove a .git was not touched)."""
-    found = {}
-    for dirpath, _dirs, files in os.walk(path):
-        for name in files:
-            full = Path(dirpath) / name
-            found[str(full.relative_to(path))] = full.read_bytes()
-    return found
-
-
-def reachable(git_dir: Path, trees: Iterable[str]) -> set[str]:
-    """Every object below ``trees`` in the store at ``git_dir``; fails if one is missing."""
-    repo = pygit2.Repository(str(git_dir))  # fresh: sees only what is on disk
-    seen: set[str] = set()
-    stack = list(trees)
-    while stack:
-        oid = stack.pop()
-        if oid in seen:
-            continue
-        obj = repo.get(oid)
-        assert obj is not None, f"object {oid} needed by a live tree is missing from the store"
-        if isinstance(obj, pygit2.Blob):  # read it, so a damaged pack shows up here
-            assert len(obj.data) == obj.size, f"blob {oid} cannot be read back whole"
-        seen.add(oid)
-        if isinstance(obj, pygit2.Tree):
-            stack.extend(str(entry.id) for entry in obj)
-    return seen

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from conftest import write
+from builders import write
 
 import snapshotter
 

@@ -8,14 +8,11 @@ while nothing it depends on changes, so a hook does not walk it again.
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import git, write
+from builders import event, fast_and_full, git, run_cli, run_hook, write
 
 from snapshotter.engine import Engine
 from snapshotter.errors import NotAProject, Refused
@@ -24,9 +21,7 @@ from snapshotter.store.logfile import log_path
 
 
 def sn(*args: str | Path, home: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "snapshotter", *map(str, args)], text=True,
-                          capture_output=True, check=False, timeout=120,
-                          env={**os.environ, "HOME": str(home)})
+    return run_cli(*args, env={"HOME": str(home)})
 
 
 def test_the_home_directory_is_refused_unless_capped(repo: Path, data_dir: Path) -> None:
@@ -39,24 +34,25 @@ def test_the_home_directory_is_refused_unless_capped(repo: Path, data_dir: Path)
 
 
 def test_a_hook_at_home_records_nothing_and_says_why(repo: Path, data_dir: Path) -> None:
-    event = {"session_id": "s", "cwd": str(repo), "hook_event_name": "turn_start"}
-    done = subprocess.run([sys.executable, "-m", "snapshotter", "hook"], text=True,
-                          input=json.dumps(event), capture_output=True, check=False,
-                          timeout=120, env={**os.environ, "HOME": str(repo)})
+    done = run_hook(event("turn_start", repo), env={"HOME": str(repo)})
     assert done.returncode == 0, "a hook exits 0 whatever it refuses"
     assert "home directory" in log_path(data_dir).read_text()
 
 
-def untracked_heavy(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(scan, "UNTRACKED_GUARD", 1000)  # the real one is 100,000 files
-    for i in range(1200):
-        write(repo, f"dump/f{i:04}.txt", "x")
+def untracked_heavy(repo: Path, monkeypatch: pytest.MonkeyPatch, full: bool = False) -> None:
+    """Past the guard: 1,200 files against a guard lowered to 1,000 (no setting
+    lowers it), or in the full run 100,200 against the real one."""
+    if not full:
+        monkeypatch.setattr(scan, "UNTRACKED_GUARD", 1000)  # the real one is 100,000 files
+    for i in range(scan.UNTRACKED_GUARD + 200):
+        write(repo, f"dump/f{i:06}.txt", "x")
 
 
+@pytest.mark.parametrize("full", fast_and_full(False, True))
 def test_far_more_untracked_than_tracked_is_refused_then_remembered(
-    repo: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+    repo: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch, full: bool
 ) -> None:
-    untracked_heavy(repo, monkeypatch)
+    untracked_heavy(repo, monkeypatch, full)
     engine = Engine.open(repo, data_dir_path=data_dir)
     with pytest.raises(NotAProject, match="untracked files against 3 tracked"):
         engine.capture()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pygit2
 import pytest
-from conftest import git, make_repo, write
+from builders import git, make_repo, write
 
 from snapshotter.config import DEFAULT_MAX_NEW_FILE_SIZE
 from snapshotter.engine import Engine
@@ -618,21 +618,20 @@ def test_incremental_captures_equal_fresh_captures(
         )
 
 
-def test_small_captures_pack_their_loose_objects(
-    repo: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from snapshotter.store import shadow as store_mod
+def test_small_captures_pack_their_loose_objects(repo: Path, data_dir: Path) -> None:
+    from snapshotter.store.shadow import LOOSE_PACK_AT  # read, not changed: the real threshold
 
-    monkeypatch.setattr(store_mod, "LOOSE_PACK_AT", 20)
     engine = open_engine(repo, data_dir)
     objects = engine.store.root / "git" / "objects"
     trees = []
-    for i in range(30):
+    # One capture writes a blob and ~5 trees: enough captures to pass the threshold.
+    captures = LOOSE_PACK_AT // 5 + 20
+    for i in range(captures):
         write(repo, f"deep/a/b/c{i % 3}.txt", f"version {i}\n")
         trees.append(engine.capture().tree)
         loose = [p for d in objects.glob("[0-9a-f][0-9a-f]") for p in d.iterdir()]
-        # One capture writes a blob and ~5 trees: never far past the threshold.
-        assert len(loose) < 20 + 8, f"capture {i} left {len(loose)} loose objects"
+        # Never far past the threshold.
+        assert len(loose) < LOOSE_PACK_AT + 8, f"capture {i} left {len(loose)} loose objects"
     assert list((objects / "pack").glob("pack-*.idx")), "they went into packs"
     for i, tree in enumerate(trees):  # every checkpoint is still whole
         assert content(engine, tree, f"deep/a/b/c{i % 3}.txt") == f"version {i}\n".encode()

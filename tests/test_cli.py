@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 import pytest
-from conftest import make_repo, write
+from builders import make_repo, write
 
 from snapshotter.cli.main import cli, main
 

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import write
+from builders import fast_and_full, hook_ok, run_cli, run_hook, write
+from builders import listed as listed_by
 
 from snapshotter.cli.replay import build_repo, load_recipe, load_session, replay
 
@@ -48,25 +49,22 @@ class Done:
     err: str
 
 
-def run(*args: Any, stdin: str | None = None, cwd: Path | None = None) -> Done:
-    done = subprocess.run([str(script()), *(str(a) for a in args)], input=stdin, cwd=cwd,
-                          capture_output=True, text=True, env=env(), check=False, timeout=120)
+def console() -> tuple[str]:
+    """The command line that runs the console script."""
+    return (str(script()),)
+
+
+def run(*args: Any, cwd: Path | None = None) -> Done:
+    done = run_cli(*args, cwd=cwd, env=env(), command=console())
     return Done(done.returncode, done.stdout, done.stderr)
 
 
 def hook(event: dict[str, Any]) -> None:
-    done = run("hook", stdin=json.dumps(event))
-    assert done.code == 0, f"hook {event.get('hook_event_name')} must exit 0: {done.err}"
-    assert done.out.strip() in ("", "{}"), f"hook prints nothing or {{}}: {done.out!r}"
-    assert done.err == "", f"hook {event.get('hook_event_name')} failed: {done.err}"
+    hook_ok(event, env=env(), command=console())
 
 
 def listed(root: Path) -> list[dict[str, Any]]:
-    done = run("list", "-C", root, "--json")
-    assert done.code == 0, f"list --json failed: {done.err}"
-    data = json.loads(done.out)  # one JSON document and nothing else
-    assert isinstance(data, list), f"list --json prints a list: {done.out!r}"
-    return data
+    return listed_by(root, command=console())
 
 
 def one_line(done: Done, *needles: str) -> None:
@@ -133,9 +131,9 @@ def test_error_exit_codes_through_the_console_script(repo: Path, tmp_path: Path)
     usage = run("reset", "-C", repo)
     assert usage.code == 2, f"reset with neither ID nor --original exits 2, got {usage.code}"
     assert "Traceback" not in usage.err, usage.err
-    garbage = run("hook", stdin="{not json")
-    assert garbage.code == 0, f"the hook exits 0 even on garbage, got {garbage.code}"
-    assert "Traceback" not in garbage.err, garbage.err
+    garbage = run_hook(b"{not json", env=env(), command=console())
+    assert garbage.returncode == 0, f"the hook exits 0 even on garbage, got {garbage.returncode}"
+    assert b"Traceback" not in garbage.stderr, garbage.stderr
 
 
 def test_help_through_the_console_script() -> None:
@@ -148,11 +146,17 @@ def test_help_through_the_console_script() -> None:
 # -- demo ----------------------------------------------------------------------------
 
 
-def test_demo_runs_and_shows_list_diff_undo_redo(tmp_path: Path, data_dir: Path) -> None:
+# Fast: its hook events through the resident hook server, as a user's demo runs
+# them; full: each event handled in its own process (no server), as on Windows.
+@pytest.mark.parametrize("server", fast_and_full("1", "0"))
+def test_demo_runs_and_shows_list_diff_undo_redo(
+    tmp_path: Path, data_dir: Path, server: str
+) -> None:
     scratch = tmp_path / "tmp"
     scratch.mkdir()
+    demo_env = {**env(), "TMPDIR": str(scratch), "SNAPSHOTTER_HOOK_SERVER": server}
     done = subprocess.run([str(script()), "demo"], capture_output=True, text=True,
-                          env={**env(), "TMPDIR": str(scratch)}, check=False, timeout=300)
+                          env=demo_env, check=False, timeout=300)
     assert done.returncode == 0, f"demo failed ({done.returncode}): {done.stderr}"
     assert "Traceback" not in done.stderr, f"demo raised: {done.stderr}"
     for command in ("list", "diff --stat", "diff", "undo", "redo"):
@@ -280,16 +284,19 @@ def commands_for(config: dict[str, Any], event: str, tool_name: str) -> list[str
     return found
 
 
-def replay_through(config: dict[str, Any], session: dict[str, Any], root: Path) -> int:
-    """Play ``session`` on ``root``, running the configured commands for each event."""
+def replay_through(config: dict[str, Any], session: dict[str, Any], root: Path,
+                   server: str = "0") -> int:
+    """Play ``session`` on ``root``, running the configured commands for each event
+    (``server``: SNAPSHOTTER_HOOK_SERVER, "1" as users run them, "0" as the tests)."""
     ran = 0
+    command_env = {**env(), "SNAPSHOTTER_HOOK_SERVER": server}
 
     def send(event: dict[str, Any]) -> None:
         nonlocal ran
         for command in commands_for(config, event["hook_event_name"],
                                     event.get("tool_name", "")):
             done = subprocess.run(command, shell=True, input=json.dumps(event), text=True,
-                                  capture_output=True, cwd=root, env=env(), check=False,
+                                  capture_output=True, cwd=root, env=command_env, check=False,
                                   timeout=120)
             assert done.returncode == 0, f"{command!r} on {event} exited {done.returncode}"
             assert done.stdout.strip() in ("", "{}"), f"{command!r} printed {done.stdout!r}"
@@ -338,7 +345,10 @@ def test_yaml_reader_reads_the_hook_config_shape() -> None:
             parse_yaml(bad)
 
 
-def test_readme_docker_agent_yaml_wires_every_snapshot_event(tmp_path: Path) -> None:
+# Fast: the hooks through the resident hook server, as users run them; full: each
+# event handled in its own process.
+@pytest.mark.parametrize("server", fast_and_full("1", "0"))
+def test_readme_docker_agent_yaml_wires_every_snapshot_event(tmp_path: Path, server: str) -> None:
     """README.md's docker-agent ```yaml block, replayed command by command."""
     config = parse_yaml(fenced(README.read_text(), "yaml", "snapshotter hook"))
     hooks = config["hooks"]
@@ -360,15 +370,24 @@ def test_readme_docker_agent_yaml_wires_every_snapshot_event(tmp_path: Path) -> 
 
     session = load_session("docker_agent_two_turns")
     root = build_repo(tmp_path / "agent-repo", load_recipe(session["repo"]))
-    ran = replay_through(hooks, session, root)
+    ran = replay_through(hooks, session, root, server)
     configured = sum(1 for s in session["steps"]
                      if "event" in s and s["event"]["hook_event_name"] in SNAPSHOT_EVENTS)
     assert ran == configured, f"every snapshot event ran `snapshotter hook` ({ran}/{configured})"
-    assert shape(listed(root)) == session["expect"], "checkpoints as the recording expects"
+    recorded = shape(listed(root))
+    assert recorded == session["expect"], "checkpoints as the recording expects"
 
 
-def test_readme_claude_code_settings_wire_every_snapshot_event(tmp_path: Path) -> None:
+# Fast: cd_interrupt, which sends every event the README wires, through the hook
+# server as users run it; full: both recordings, each event in its own process.
+@pytest.mark.parametrize("case", fast_and_full(
+    (("claude_code_cd_interrupt",), "1"),
+    (("claude_code_session", "claude_code_cd_interrupt"), "0")))
+def test_readme_claude_code_settings_wire_every_snapshot_event(
+    tmp_path: Path, case: tuple[tuple[str, ...], str]
+) -> None:
     """README.md's Claude Code ```json settings, replayed command by command."""
+    sessions, server = case
     settings = json.loads(fenced(README.read_text(), "json", "snapshotter hook"))
     hooks = settings["hooks"]
     assert sorted(hooks) == sorted(CLAUDE_EVENTS), f"README wires every event: {sorted(hooks)}"
@@ -382,13 +401,17 @@ def test_readme_claude_code_settings_wire_every_snapshot_event(tmp_path: Path) -
         "README: every Claude Code hook sets an explicit timeout"
     )
 
-    for name in ("claude_code_session", "claude_code_cd_interrupt"):
+    sent: set[str] = set()
+    for name in sessions:
         session = load_session(name)
         root = build_repo(tmp_path / name, load_recipe(session["repo"]))
-        ran = replay_through(hooks, session, root)
+        ran = replay_through(hooks, session, root, server)
         wired = [s["event"]["hook_event_name"] for s in session["steps"] if "event" in s]
+        sent.update(wired)
         assert ran == sum(e in CLAUDE_EVENTS for e in wired), (
             f"{name}: every recorded snapshot event runs `snapshotter hook`: ran {ran}"
         )
         assert "PostToolUseFailure" in wired or name == "claude_code_session"
-        assert shape(listed(root)) == session["expect"], f"{name}: checkpoints as recorded"
+        recorded = shape(listed(root))
+        assert recorded == session["expect"], f"{name}: checkpoints as recorded"
+    assert set(CLAUDE_EVENTS) <= sent, f"replayed every wired event: {set(CLAUDE_EVENTS) - sent}"

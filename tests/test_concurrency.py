@@ -7,54 +7,42 @@ or a pre_tool_use mark its post never found.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 import filelock
 import pytest
-from conftest import write
+from builders import fast_and_full, load_state, run_hook, write
 
 from snapshotter.engine import Engine
 from snapshotter.store.logfile import log_path
 
-WORKERS = 8
-ROUNDS = 3
+# (processes at once, rounds); 8 x 3 with ``pytest -m slow``.
+SIZES = fast_and_full((4, 2), (8, 3))
 SESSIONS = ("sess-A", "sess-B")
 
 
-def hook(data_dir: Path, event: dict[str, Any]) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), "hook"],
-        input=json.dumps(event).encode(), capture_output=True, check=False, timeout=300,
-    )
-
-
-def load_state(data_dir: Path) -> dict[str, Any]:
-    found = list((data_dir / "snapshot").glob("*/state.json"))
-    assert len(found) == 1, f"expected exactly one store, found {found}"
-    data: dict[str, Any] = json.loads(found[0].read_bytes())
-    return data
-
-
-def test_parallel_hook_processes_lose_nothing(repo: Path, data_dir: Path) -> None:
-    """8 processes at once, 3 rounds, 2 sessions: every tool's change is its own checkpoint.
+@pytest.mark.parametrize("size", SIZES)
+def test_parallel_hook_processes_lose_nothing(
+    repo: Path, data_dir: Path, size: tuple[int, int]
+) -> None:
+    """N processes at once, some rounds, 2 sessions: every tool's change is its own checkpoint.
 
     Each worker's tool names the file it writes in its ``tool_input``: one
     worktree, one store, one lock and one state file, spans that all see each
     other's files, and yet attribution is exact (SPEC §4), so any lost update
     shows. (A file no tool named would go to whichever span recorded it first.)
     """
+    workers, rounds = size
     engine = Engine.open(repo, data_dir_path=data_dir)
     assert engine is not None
-    for i in range(WORKERS):
+    for i in range(workers):
         write(repo, f"work/w{i}/keep.txt", "tracked by nobody, present from the start\n")
     failures: list[str] = []
-    barrier = threading.Barrier(WORKERS)
+    barrier = threading.Barrier(workers)
 
     def check(what: str, proc: subprocess.CompletedProcess[bytes]) -> None:
         if proc.returncode != 0 or proc.stderr:
@@ -65,13 +53,13 @@ def test_parallel_hook_processes_lose_nothing(repo: Path, data_dir: Path) -> Non
                 "tool_name": f"edit_w{i}", "tool_use_id": f"r{rnd}-w{i}",
                 "tool_input": {"path": f"work/w{i}/out.txt"}}
         barrier.wait()  # all pre_tool_use processes start together
-        check(f"pre r{rnd} w{i}", hook(data_dir, {**base, "hook_event_name": "pre_tool_use"}))
+        check(f"pre r{rnd} w{i}", run_hook({**base, "hook_event_name": "pre_tool_use"}, data_dir))
         write(repo, f"work/w{i}/out.txt", f"round {rnd} worker {i}\n")
-        check(f"post r{rnd} w{i}", hook(data_dir, {**base, "hook_event_name": "post_tool_use"}))
+        check(f"post r{rnd} w{i}", run_hook({**base, "hook_event_name": "post_tool_use"}, data_dir))
 
-    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        for rnd in range(ROUNDS):
-            list(pool.map(lambda i, r=rnd: worker(r, i), range(WORKERS)))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for rnd in range(rounds):
+            list(pool.map(lambda i, r=rnd: worker(r, i), range(workers)))
 
     assert not failures, "hook processes failed:\n" + "\n".join(failures)
     assert not log_path(data_dir).exists(), f"hook.log: {log_path(data_dir).read_text()}"
@@ -97,14 +85,14 @@ def test_parallel_hook_processes_lose_nothing(repo: Path, data_dir: Path) -> Non
         rnd = int(content.split()[1])
         assert (rnd, i) not in seen, f"round {rnd} worker {i} recorded twice"
         seen[(rnd, i)] = cp["id"]
-    missing = {(r, i) for r in range(ROUNDS) for i in range(WORKERS)} - set(seen)
+    missing = {(r, i) for r in range(rounds) for i in range(workers)} - set(seen)
     assert not missing, f"tools whose change was never recorded (round, worker): {missing}"
 
     # The shared manifest survived the parallel captures: a full capture sees each file as is.
     final = engine.capture().tree
-    for i in range(WORKERS):
+    for i in range(workers):
         for name, content in (("keep.txt", "tracked by nobody, present from the start\n"),
-                              ("out.txt", f"round {ROUNDS - 1} worker {i}\n")):
+                              ("out.txt", f"round {rounds - 1} worker {i}\n")):
             entry = engine.entry(final, f"work/w{i}/{name}")
             assert entry is not None and engine.store.blob(entry[1]) == content.encode(), (
                 f"work/w{i}/{name} wrong in a full capture after the run"
@@ -143,9 +131,9 @@ def test_a_killed_lock_holder_does_not_block_the_next_event(repo: Path, data_dir
             holder.wait()
     assert (store_root / "lock").exists(), "the killed holder's lock file is still there"
 
-    pre = hook(data_dir, {**common, "hook_event_name": "pre_tool_use"})
+    pre = run_hook({**common, "hook_event_name": "pre_tool_use"}, data_dir)
     write(repo, "after-kill.txt", "recorded\n")
-    post = hook(data_dir, {**common, "hook_event_name": "post_tool_use"})
+    post = run_hook({**common, "hook_event_name": "post_tool_use"}, data_dir)
     for name, proc in (("pre", pre), ("post", post)):
         assert proc.returncode == 0 and not proc.stderr, f"{name}: {proc.stderr!r}"
     cps = load_state(data_dir)["checkpoints"]

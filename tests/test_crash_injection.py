@@ -18,13 +18,13 @@ its checkpoint is undone with every file as ``before`` has it and a redo entry
 that brings back the agent's versions, or it is live with every file as the
 agent left it. No byte the worktree held when the undo began is lost.
 
-Runs: ``SNAPSHOTTER_CRASH_RUNS`` (default 20; the issue's full count is 200 kills),
-over the operations ``SNAPSHOTTER_CRASH_OPS`` names (default all four).
+Runs: 8 random-instant kills in the default run, the issue's full count of 200
+with ``pytest -m slow``, over the operations ``SNAPSHOTTER_CRASH_OPS`` names
+(default all four; ``=undo`` makes every random-instant run kill an undo).
 """
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import random
@@ -39,16 +39,16 @@ from pathlib import Path
 from typing import Any
 
 import pygit2
-from conftest import make_repo
+import pytest
+from builders import event, fast_and_full, hook_in_process, make_repo
 
 from snapshotter.engine import Engine
 from snapshotter.fileio import TEMP_PREFIX
 from snapshotter.history import maintenance as gc_mod
 from snapshotter.history import records as state_mod
-from snapshotter.hooks import command
 from snapshotter.store import compaction
 
-RUNS = int(os.environ.get("SNAPSHOTTER_CRASH_RUNS", "20"))
+RUNS = fast_and_full(8, 200)  # random-instant kills, after the pinned ones
 # (operation, file whose rename it dies just before, files the agent changes first)
 PINNED = [
     ("undo", "worktree-file", 12), ("undo", "worktree-file-after", 12),
@@ -182,14 +182,8 @@ class Work:
 
 
 def hook(data_dir: Path, root: Path, name: str) -> None:
-    event = {"session_id": SESSION, "cwd": str(root), "hook_event_name": name, "reason": "x"}
-    err = io.StringIO()
-    saved, sys.stderr = sys.stderr, err
-    try:
-        assert command.run(io.BytesIO(json.dumps(event).encode()), data_dir, []) == 0
-    finally:
-        sys.stderr = saved
-    assert err.getvalue() == "", f"{name} after a kill failed: {err.getvalue()}"
+    code, _out, err = hook_in_process(event(name, root, SESSION, reason="x"), data_dir)
+    assert code == 0 and err == "", f"{name} after a kill failed: {err}"
 
 
 def prepare(op: str, work: Work, data_dir: Path, root: Path, count: int | None = None) -> None:
@@ -407,8 +401,9 @@ def check_after_kill(root: Path, data_dir: Path, store: Path, final: bool) -> li
     return problems
 
 
+@pytest.mark.parametrize("runs", RUNS)
 def test_11_killed_at_any_instant_leaves_a_consistent_store(
-    tmp_path: Path, data_dir: Path
+    tmp_path: Path, data_dir: Path, runs: int
 ) -> None:
     rng = random.Random(int(os.environ.get("SNAPSHOTTER_CRASH_SEED", "11")))
     root = make_repo(tmp_path / "repo", {
@@ -453,7 +448,7 @@ def test_11_killed_at_any_instant_leaves_a_consistent_store(
         assert not problems, "\n".join(problems)
 
         started = time.monotonic()
-        for run in range(RUNS):
+        for run in range(runs):
             op = OPS[run % len(OPS)]
             t0 = time.monotonic()
             prepare(op, work, data_dir, root)
@@ -478,7 +473,7 @@ def test_11_killed_at_any_instant_leaves_a_consistent_store(
                 seen[kind] += len(names)
             where = f"run {run} ({op}, {'killed' if done['killed'] else 'completed'})"
             problems += [f"{where}: {p}" for p in
-                         check_after_kill(root, data_dir, store, final=run == RUNS - 1)]
+                         check_after_kill(root, data_dir, store, final=run == runs - 1)]
             if op == "undo":
                 problems += [f"{where}: {p}" for p in check_undo(root, data_dir, pre, target, lost)]
             spent["prepare"] += t1 - t0
@@ -492,8 +487,8 @@ def test_11_killed_at_any_instant_leaves_a_consistent_store(
 
     total_killed = sum(killed.values())
     print(f"\n[crash-injection] {pinned} pinned kills (just before each kind of rename), "
-          f"then {RUNS} random-instant runs in {elapsed:.1f}s "
-          "(long form, 200+ kills: SNAPSHOTTER_CRASH_RUNS=300 SNAPSHOTTER_CRASH_OPS=undo)")
+          f"then {runs} random-instant runs in {elapsed:.1f}s "
+          "(long form, 200 kills: pytest -m slow; SNAPSHOTTER_CRASH_OPS=undo: undo only)")
     for op in OPS:
         print(f"[crash-injection]   {op:<9} killed mid-way {killed[op]:>3}, "
               f"finished before the kill {completed[op]:>3} "
@@ -506,6 +501,6 @@ def test_11_killed_at_any_instant_leaves_a_consistent_store(
     print(f"[crash-injection] corrupt stores: {len(problems)}, "
           f"dangling checkpoints: {sum('missing' in p or 'nothing' in p for p in problems)}")
     assert not problems, "\n".join(problems)
-    assert total_killed >= RUNS // 2, (
-        f"only {total_killed} of {RUNS} runs were killed mid-operation: the test proves little"
+    assert total_killed >= runs // 2, (
+        f"only {total_killed} of {runs} runs were killed mid-operation: the test proves little"
     )

@@ -8,34 +8,15 @@ import pty
 import re
 import select
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-from conftest import write
+from builders import argv, event, hook_ok, run_cli, run_hook, turn, write
 
 
 def sn(*args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None,
        ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "snapshotter", *map(str, args)], capture_output=True,
-        text=True, errors="replace", check=False, timeout=120, cwd=cwd,
-        env={**os.environ, **(env or {})},
-    )
-
-
-def hook(event: dict[str, Any]) -> None:
-    done = subprocess.run([sys.executable, "-m", "snapshotter", "hook"],
-                          input=json.dumps(event), text=True, capture_output=True,
-                          check=False, timeout=120)
-    assert done.returncode == 0 and not done.stderr, done.stderr
-
-
-def turn(root: Path, session: str, files: dict[str, str]) -> None:
-    hook({"session_id": session, "cwd": str(root), "hook_event_name": "turn_start"})
-    for rel, text in files.items():
-        write(root, rel, text)
-    hook({"session_id": session, "cwd": str(root), "hook_event_name": "turn_end"})
+    return run_cli(*args, cwd=cwd, env=env, errors="replace")
 
 
 def test_list_has_a_header_local_time_with_age_and_names_the_other_sessions(repo: Path) -> None:
@@ -92,13 +73,13 @@ def test_too_many_files_names_the_option_to_raise(repo: Path) -> None:
 
 
 def test_a_latin1_stdout_falls_back_to_ascii(repo: Path) -> None:
-    hook({"session_id": "s", "cwd": str(repo), "hook_event_name": "turn_start"})
-    hook({"session_id": "s", "cwd": str(repo), "hook_event_name": "pre_tool_use",
-          "tool_name": "edit_file", "tool_use_id": "t", "tool_input": {"path": "README.md"}})
+    tool: dict[str, Any] = {"tool_name": "edit_file", "tool_use_id": "t",
+                            "tool_input": {"path": "README.md"}}
+    hook_ok(event("turn_start", repo))
+    hook_ok(event("pre_tool_use", repo, **tool))
     write(repo, "README.md", "caf\u00e9 \u2603\n")
-    hook({"session_id": "s", "cwd": str(repo), "hook_event_name": "post_tool_use",
-          "tool_name": "edit_file", "tool_use_id": "t", "tool_input": {"path": "README.md"}})
-    hook({"session_id": "s", "cwd": str(repo), "hook_event_name": "turn_end"})
+    hook_ok(event("post_tool_use", repo, **tool))
+    hook_ok(event("turn_end", repo))
     env = {"PYTHONIOENCODING": "latin-1"}
     listed = sn("list", "-C", repo, env=env)
     assert listed.returncode == 0 and "internal error" not in listed.stderr, listed.stderr
@@ -112,7 +93,7 @@ def test_a_latin1_stdout_falls_back_to_ascii(repo: Path) -> None:
 def on_a_terminal(args: list[str], env: dict[str, str]) -> tuple[int, str]:
     """Run with stderr on a pseudo-terminal (stdout piped); (exit code, what the tty saw)."""
     leader, follower = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "snapshotter", *args], stdout=subprocess.PIPE,
+    proc = subprocess.Popen(argv(None, *args), stdout=subprocess.PIPE,
                             stderr=follower, env={**os.environ, **env})
     os.close(follower)
     seen = b""
@@ -155,12 +136,10 @@ def test_gc_speaks_human_sizes_and_its_dry_run_estimates_what_it_frees(repo: Pat
 
 
 def test_bad_hook_input_names_the_field(repo: Path, data_dir: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "snapshotter", "hook"], text=True,
-                          input=json.dumps({"session_id": 5, "cwd": str(repo),
-                                            "hook_event_name": "turn_end"}),
-                          capture_output=True, check=False, timeout=120)
+    done = run_hook({"session_id": 5, "cwd": str(repo), "hook_event_name": "turn_end"})
     assert done.returncode == 0
-    assert "session_id: Input should be a valid string" in done.stderr, done.stderr
+    err = done.stderr.decode()
+    assert "session_id: Input should be a valid string" in err, err
 
 
 def test_undo_of_many_files_shows_a_live_count_on_a_terminal(repo: Path) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from conftest import make_repo
+from builders import make_repo
 
 from snapshotter.engine import Engine
 from snapshotter.history import maintenance as gc_mod

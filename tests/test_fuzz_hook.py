@@ -8,20 +8,17 @@ store's state (which every later event loads and saves). Most inputs run in-proc
 through ``command.run`` (the function behind the console script's ``hook``);
 a sample of them, plus fixed nasty ones, also run as real processes.
 
-Examples: ``SNAPSHOTTER_FUZZ_EXAMPLES`` (default 300; the issue's full count
-is 10,000).
+Examples: 200 in the default run, the issue's full count of 10,000 (and a
+bigger sample as processes) with ``pytest -m slow``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
 import random
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -29,14 +26,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import write
+from builders import fast_and_full, hook_in_process, run_hook, write
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from snapshotter.hooks import client, command
+from snapshotter.hooks import client
 
-EXAMPLES = int(os.environ.get("SNAPSHOTTER_FUZZ_EXAMPLES", "300"))
-SUBPROCESS_SAMPLE = 6 if EXAMPLES <= 1000 else 24
+# (hypothesis examples in-process, how many of them are replayed as processes)
+SIZES = fast_and_full((200, 3), (10_000, 24))
 
 EVENTS = [
     "session_start", "turn_start", "turn_end", "pre_tool_use", "post_tool_use", "session_end",
@@ -150,18 +147,8 @@ def strings(obj: Any) -> Any:
             yield from strings(item)
 
 
-def run_in_process(raw: bytes, data_dir: Path, args: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = command.run(io.BytesIO(raw), data_dir, args)
-    return code, out.getvalue(), err.getvalue()
-
-
 def run_process(raw: bytes, data_dir: Path) -> tuple[int, str, str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), "hook"],
-        input=raw, capture_output=True, check=False, timeout=300,
-    )
+    done = run_hook(raw, data_dir)
     return (done.returncode, done.stdout.decode(errors="replace"),
             done.stderr.decode(errors="replace"))
 
@@ -198,10 +185,12 @@ def replay_through_server(
     return results
 
 
+@pytest.mark.parametrize("size", SIZES)
 def test_14_fuzzed_hook_input_never_fails_or_writes_outside_the_data_dir(
     tmp_path: Path, hermetic: Path, data_dir: Path, repo: Path,
-    monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest, size: tuple[int, int],
 ) -> None:
+    examples, subprocess_sample = size
     sentinel = tmp_path / "sentinel"
     write(sentinel, "keep.txt", "do not touch\n")
     write(sentinel, "etc/passwd", "root:x:0:0\n")
@@ -218,23 +207,23 @@ def test_14_fuzzed_hook_input_never_fails_or_writes_outside_the_data_dir(
     rng = random.Random(14)
     started = time.monotonic()
 
-    @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=True,
+    @settings(max_examples=examples, deadline=None, database=None, derandomize=True,
               suppress_health_check=list(HealthCheck))
     @given(raw=encodings(repo, sentinel), args=ARGS)
     def one(raw: bytes, args: list[str]) -> None:
         counts["in-process"] += 1
         edited.write_text(f"edit {counts['in-process']}\n")
-        code, out, err = run_in_process(raw, data_dir, args)
+        code, out, err = hook_in_process(raw, data_dir, args)
         shown = raw[:300]
         assert code == 0, f"exit {code} for {shown!r}: {err[-2000:]}"
         assert "Traceback" not in err, f"traceback for {shown!r}: {err[-2000:]}"
         assert out.strip() in ("", "{}"), f"stdout {out[:200]!r} for {shown!r}"
         assert len(err) < 20_000, f"{len(err)} bytes of stderr for {shown!r}"
         # Reservoir sample of inputs to replay as real processes.
-        if len(sample) < SUBPROCESS_SAMPLE:
+        if len(sample) < subprocess_sample:
             sample.append(raw)
-        elif rng.random() < SUBPROCESS_SAMPLE / counts["in-process"]:
-            sample[rng.randrange(SUBPROCESS_SAMPLE)] = raw
+        elif rng.random() < subprocess_sample / counts["in-process"]:
+            sample[rng.randrange(subprocess_sample)] = raw
 
     one()
     in_process_s = time.monotonic() - started
@@ -286,11 +275,11 @@ def test_14_fuzzed_hook_input_never_fails_or_writes_outside_the_data_dir(
         assert len(longest) <= 4096, (
             f"the state keeps a {len(longest)}-character string from the input: {longest[:60]!r}"
         )
-    if EXAMPLES >= 100:
+    if examples >= 100:
         assert counts["recorded"] > 0, "the fuzzing never reached a recorded checkpoint"
     print(f"\n[fuzz] {counts['in-process']} hypothesis inputs in-process in {in_process_s:.1f}s, "
           f"{len(replay)} as real processes ({len(nasty)} fixed, {len(sample)} sampled), "
           f"each handled in its own process and through the hook server: "
           f"0 non-zero exits, 0 tracebacks, 0 files written outside the data dir "
           f"({len(states)} store(s), {counts['recorded']} checkpoints recorded along the way); "
-          f"set SNAPSHOTTER_FUZZ_EXAMPLES=10000 for the full count")
+          f"pytest -m slow for the full count")

@@ -1,33 +1,26 @@
 """`snapshotter hook` with hostile input: exit 0, no traceback, nothing written (SPEC §6).
 
-Each case is one real subprocess (the point is the process boundary: exit code,
-stdout, stderr). They run side by side to keep the file fast.
+The point is the process boundary (exit code, stdout, stderr): with
+``pytest -m slow`` each bad input is one real process; by default the cases
+that depend on the process itself are, and the rest go in-process through
+``command.run``, the function the process runs. Processes run side by side.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import write
+from builders import fast_and_full, hook_in_process, run_hook, write
 
 from snapshotter.hooks.builtin import SnapshotBuiltin
 from snapshotter.hooks.events import HookInput
 from snapshotter.store.logfile import log_path
 
 BIG = 5 * 1024 * 1024
-
-
-def run_hook(data_dir: Path, payload: bytes, *args: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), "hook", *args],
-        input=payload, capture_output=True, check=False, timeout=300,
-    )
 
 
 def send_in_process(data_dir: Path, **fields: Any) -> None:
@@ -97,22 +90,41 @@ def bad_inputs(repo: Path, elsewhere: Path) -> dict[str, bytes]:
     }
 
 
-def test_bad_input_is_a_quiet_no_op(recorded: Path, data_dir: Path, tmp_path: Path) -> None:
+# Cases that depend on the process itself (its stdin, a fresh interpreter's
+# recursion limit, a 5 MB read): real processes in every run. The rest run
+# in-process through the same function by default, as processes in the full run.
+AS_PROCESS = ("not json", "empty stdin", "invalid utf-8", "deeply nested json", "5 MB of garbage")
+
+
+def as_process(raw: bytes, data_dir: Path) -> tuple[int, str, str]:
+    done = run_hook(raw, data_dir)
+    return (done.returncode, done.stdout.decode(errors="replace"),
+            done.stderr.decode(errors="replace"))
+
+
+@pytest.mark.parametrize("every_case_a_process", fast_and_full(False, True))
+def test_bad_input_is_a_quiet_no_op(
+    recorded: Path, data_dir: Path, tmp_path: Path, every_case_a_process: bool
+) -> None:
     elsewhere = tmp_path / "not-a-repo"
     elsewhere.mkdir()
     cases = bad_inputs(recorded, elsewhere)
+    assert set(AS_PROCESS) <= set(cases)
     before = store_files(data_dir)
     worktree = (recorded / "src/app.py").read_bytes()
 
+    processes = {n: raw for n, raw in cases.items() if every_case_a_process or n in AS_PROCESS}
     with ThreadPoolExecutor(max_workers=4) as pool:
-        done = dict(zip(cases, pool.map(lambda p: run_hook(data_dir, p), cases.values()),
-                        strict=True))
+        done = dict(zip(processes, pool.map(lambda p: as_process(p, data_dir),
+                                            processes.values()), strict=True))
+    for name, raw in cases.items():  # in this process: one at a time (stdout is redirected)
+        if name not in processes:
+            done[name] = hook_in_process(raw, data_dir)
     problems = []
-    for name, proc in done.items():
-        err = proc.stderr.decode(errors="replace")
-        out = proc.stdout.decode(errors="replace").strip()
-        if proc.returncode != 0:
-            problems.append(f"{name}: exit {proc.returncode}")
+    for name, (code, out, err) in done.items():
+        out = out.strip()
+        if code != 0:
+            problems.append(f"{name}: exit {code}")
         if "Traceback" in err:
             problems.append(f"{name}: traceback on stderr: {err[-2000:]}")
         if out not in ("", "{}"):
@@ -125,17 +137,16 @@ def test_bad_input_is_a_quiet_no_op(recorded: Path, data_dir: Path, tmp_path: Pa
     assert not (elsewhere / ".git").exists(), "a hook outside git must not create a repository"
     log = log_path(data_dir).read_text() if log_path(data_dir).exists() else ""
     for name in ("not json", "json array", "session_id is a number", "missing cwd"):
-        proc = done[name]
-        assert proc.stderr.strip(), f"{name}: the failure must be reported on stderr"
+        assert done[name][2].strip(), f"{name}: the failure must be reported on stderr"
     assert len(log.splitlines()) >= 4, f"bad input must be logged to hook.log; log: {log!r}"
 
 
 def test_store_still_works_after_bad_input(recorded: Path, data_dir: Path) -> None:
     """The pending tool survives garbage; its post still records the checkpoint."""
-    assert run_hook(data_dir, b"{garbage").returncode == 0, "garbage exits 0"
+    assert run_hook(b"{garbage", data_dir).returncode == 0, "garbage exits 0"
     post = {"session_id": "s1", "cwd": str(recorded), "hook_event_name": "post_tool_use",
             "tool_name": "shell", "tool_use_id": "open-1", "tool_response": "z" * BIG}
-    proc = run_hook(data_dir, json.dumps(post).encode())
+    proc = run_hook(post, data_dir)
     assert proc.returncode == 0 and not proc.stderr, f"valid post failed: {proc.stderr!r}"
     state = json.loads(next((data_dir / "snapshot").glob("*/state.json")).read_bytes())
     tools = [cp for cp in state["checkpoints"] if cp["kind"] == "tool"]
@@ -150,7 +161,7 @@ def test_internal_failure_is_logged_not_raised(recorded: Path, data_dir: Path) -
     state.write_bytes(b'{"version": 1, "checkpoints": "damaged')
     event = {"session_id": "s1", "cwd": str(recorded), "hook_event_name": "pre_tool_use",
              "tool_name": "shell", "tool_use_id": "t9"}
-    proc = run_hook(data_dir, json.dumps(event).encode())
+    proc = run_hook(event, data_dir)
     err = proc.stderr.decode(errors="replace")
     assert proc.returncode == 0, f"an internal failure must not fail the hook: {err}"
     assert "Traceback" not in err, f"no traceback on stderr: {err}"
@@ -168,7 +179,7 @@ def test_lone_surrogate_session_id_still_pairs_its_events(recorded: Path, data_d
         return (b'{"session_id": "odd\\ud800", "cwd": "' + str(recorded).encode()
                 + b'", "hook_event_name": "' + event.encode() + b'"}')
 
-    proc = run_hook(data_dir, raw("turn_start"))
+    proc = run_hook(raw("turn_start"), data_dir)
     err = proc.stderr.decode(errors="replace")
     assert proc.returncode == 0 and not err, f"exit {proc.returncode}: {err}"
     write(recorded, "odd.txt", "odd\n")

@@ -4,34 +4,30 @@ libgit2's streamed read failed with ``failed to read file into stream:
 Invalid argument`` when a file shrank under it, and the whole capture, with
 its event, was lost. Writer processes here truncate and rewrite files in
 every worker's directory while the hooks run. The default run is small;
-``SNAPSHOTTER_PARALLEL_FULL=1`` runs the issue's size: 16 writers, and 16
-workers of 50 hooks each (800 hooks). Both with and without the resident
-hook server (whose threads serve the worktree's hooks in parallel).
+``pytest -m slow`` runs the issue's size: 16 writers, and 16 workers of 50
+hooks each (800 hooks). Both with and without the resident hook server (whose
+threads serve the worktree's hooks in parallel).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
 import subprocess
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 import pytest
-from conftest import write
+from builders import event, fast_and_full, run_hook, write
 
 from snapshotter.engine import Engine
 from snapshotter.hooks import client
 from snapshotter.store.logfile import log_path
 
-FULL = os.environ.get("SNAPSHOTTER_PARALLEL_FULL") == "1"
-WRITERS = 16 if FULL else 3
-WORKERS = 16 if FULL else 3
-HOOKS = 50 if FULL else 8  # per worker: HOOKS // 2 pre/post pairs
+# (writer processes, hook workers, hooks per worker: hooks // 2 pre/post pairs)
+SIZES = fast_and_full((2, 3, 6), (16, 16, 50))
 
 WRITER = r"""
 import os, random, sys, time
@@ -48,20 +44,15 @@ while not os.path.exists(os.path.join(root, "..", "stop-writers")):
 """
 
 
-def hook(data_dir: Path, event: dict[str, Any]) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), "hook"],
-        input=json.dumps(event).encode(), capture_output=True, check=False, timeout=600,
-    )
-
-
+@pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("server", [False, True], ids=["in-process", "server"])
 def test_parallel_hooks_while_files_are_rewritten(
-    repo: Path, data_dir: Path, server: bool, monkeypatch: pytest.MonkeyPatch
+    repo: Path, data_dir: Path, server: bool, size: tuple[int, int, int],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("SNAPSHOTTER_HOOK_SERVER", "1" if server else "0")
     try:
-        run_parallel_hooks(repo, data_dir)
+        run_parallel_hooks(repo, data_dir, *size)
     finally:
         sock = client.socket_path(data_dir)
         if server and sock is not None:
@@ -69,14 +60,15 @@ def test_parallel_hooks_while_files_are_rewritten(
                 client.stop(sock)
 
 
-def run_parallel_hooks(repo: Path, data_dir: Path) -> None:
+def run_parallel_hooks(repo: Path, data_dir: Path, writer_count: int, workers: int,
+                       per_worker: int) -> None:
     work = repo / "work"
-    for i in range(WORKERS):
+    for i in range(workers):
         write(repo, f"work/w{i}/keep.txt", "present from the start\n")
     writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(work), str(k)])
-               for k in range(WRITERS)]
+               for k in range(writer_count)]
     failures: list[str] = []
-    barrier = threading.Barrier(WORKERS)
+    barrier = threading.Barrier(workers)
 
     def check(what: str, proc: subprocess.CompletedProcess[bytes]) -> None:
         if proc.returncode != 0 or proc.stderr:
@@ -84,23 +76,24 @@ def run_parallel_hooks(repo: Path, data_dir: Path) -> None:
 
     def worker(i: int) -> None:
         barrier.wait()
-        for rnd in range(HOOKS // 2):
-            base = {"session_id": f"s{i}", "cwd": str(work / f"w{i}"), "tool_name": "edit",
-                    "tool_use_id": f"w{i}-r{rnd}"}
-            check(f"pre w{i} r{rnd}", hook(data_dir, {**base, "hook_event_name": "pre_tool_use"}))
+        for rnd in range(per_worker // 2):
+            tool = {"tool_name": "edit", "tool_use_id": f"w{i}-r{rnd}"}
+            pre = event("pre_tool_use", work / f"w{i}", f"s{i}", **tool)
+            check(f"pre w{i} r{rnd}", run_hook(pre, data_dir, timeout=600))
             write(repo, f"work/w{i}/out.txt", f"worker {i} round {rnd}\n")
-            check(f"post w{i} r{rnd}", hook(data_dir, {**base, "hook_event_name": "post_tool_use"}))
+            post = event("post_tool_use", work / f"w{i}", f"s{i}", **tool)
+            check(f"post w{i} r{rnd}", run_hook(post, data_dir, timeout=600))
 
     try:
-        with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-            list(pool.map(worker, range(WORKERS)))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            list(pool.map(worker, range(workers)))
     finally:
         (repo / "stop-writers").write_text("")
         for proc in writers:
             proc.wait(timeout=60)
 
-    hooks = WORKERS * (HOOKS // 2) * 2
-    print(f"{hooks} hooks, {WRITERS} writers: {len(failures)} failed")
+    hooks = workers * (per_worker // 2) * 2
+    print(f"{hooks} hooks, {writer_count} writers: {len(failures)} failed")
     assert not failures, f"{len(failures)} of {hooks} hooks failed:\n" + "\n".join(failures[:10])
     assert not log_path(data_dir).exists(), f"hook.log: {log_path(data_dir).read_text()[:2000]}"
     engine = Engine.open(repo, data_dir_path=data_dir, create=False)
@@ -111,6 +104,6 @@ def run_parallel_hooks(repo: Path, data_dir: Path) -> None:
         entry = engine.entry(cp["after"], f"work/w{cp['session_id'][1:]}/out.txt")
         if entry is not None:
             recorded.add(engine.store.blob(entry[1]).decode())
-    expected = {f"worker {i} round {r}\n" for i in range(WORKERS) for r in range(HOOKS // 2)}
+    expected = {f"worker {i} round {r}\n" for i in range(workers) for r in range(per_worker // 2)}
     lost = expected - recorded
     assert not lost, f"{len(lost)} events lost, e.g. {sorted(lost)[:5]}"

@@ -10,52 +10,21 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from conftest import write
+import pytest
+from builders import claude_event as claude
+from builders import fast_and_full, files_of, hook_ok, listed, load_state, run_cli, write
 
 from snapshotter.store.logfile import log_path
-
-TRANSCRIPT = "/home/u/.claude/projects/-repo/t.jsonl"
 
 
 def hook(data_dir: Path, event: dict[str, Any], env: dict[str, str] | None = None,
          *args: str) -> None:
-    """One event through `snapshotter hook`, in the event's cwd; it must exit 0 quietly."""
-    done = subprocess.run(
-        [sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), "hook", *args],
-        input=json.dumps(event).encode(), capture_output=True, check=False, timeout=120,
-        cwd=event["cwd"], env={**os.environ, **(env or {})},
-    )
-    assert done.returncode == 0 and not done.stderr, (
-        f"{event['hook_event_name']}: exit {done.returncode}, stderr {done.stderr!r}"
-    )
-
-
-def cli(data_dir: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), *args],
-        capture_output=True, text=True, check=False, timeout=120, cwd=cwd,
-    )
-
-
-def listed(data_dir: Path, root: Path, *args: str) -> list[dict[str, Any]]:
-    done = cli(data_dir, root, "list", "--json", *args)
-    assert done.returncode == 0, done.stderr
-    found: list[dict[str, Any]] = json.loads(done.stdout)
-    return found
-
-
-def files_of(cp: dict[str, Any]) -> dict[str, str]:
-    return {f["path"]: f["status"] for f in cp["files"]}
-
-
-def claude(name: str, session: str, cwd: Path, **fields: Any) -> dict[str, Any]:
-    return {"session_id": session, "transcript_path": TRANSCRIPT, "cwd": str(cwd),
-            "hook_event_name": name, **fields}
+    """One event through `snapshotter hook`, started in the event's cwd (as Claude Code's)."""
+    hook_ok(event, data_dir, *args, cwd=event["cwd"], env=env)
 
 
 def no_failures_logged(data_dir: Path) -> None:
@@ -73,11 +42,11 @@ def test_a_cd_in_the_agents_shell_does_not_shrink_the_turn(repo: Path, data_dir:
     write(repo, "README.md", "# rewritten by the agent\n")
     write(repo, "src/a.py", "A = 1\n")
     hook(data_dir, {"session_id": "s", "cwd": str(src), "hook_event_name": "turn_end"})
-    (cp,) = listed(data_dir, repo)
+    (cp,) = listed(repo, data_dir)
     assert files_of(cp) == {"README.md": "modified", "src/a.py": "added"}, (
         "the turn must hold every file of the session's scope, not just those under the cwd"
     )
-    done = cli(data_dir, src, "reset", "--original")
+    done = run_cli("reset", "--original", data_dir=data_dir, cwd=src)
     assert done.returncode == 0, done.stderr
     assert (repo / "README.md").read_text() == "# demo\n", "reset --original brings README back"
     assert not (repo / "src/a.py").exists()
@@ -95,9 +64,9 @@ def test_later_events_from_another_worktree_stay_with_the_sessions_own(
     write(repo, "src/app.py", "print('agent')\n")
     write(other, "o.txt", "changed in the other repository\n")
     hook(data_dir, claude("Stop", "s", other, stop_hook_active=False))
-    (cp,) = listed(data_dir, repo)
+    (cp,) = listed(repo, data_dir)
     assert files_of(cp) == {"src/app.py": "modified"}, "the turn is the session's worktree's"
-    assert cli(data_dir, other, "list", "--json").stdout.strip() in ("", "[]"), (
+    assert run_cli("list", "--json", data_dir=data_dir, cwd=other).stdout.strip() in ("", "[]"), (
         "nothing may be recorded in a worktree the session never started in"
     )
 
@@ -109,7 +78,7 @@ def test_claude_project_dir_names_the_sessions_scope(repo: Path, data_dir: Path)
     hook(data_dir, claude("UserPromptSubmit", "s", src, prompt="go"), env)
     write(repo, "README.md", "# agent\n")
     hook(data_dir, claude("Stop", "s", src, stop_hook_active=False), env)
-    (cp,) = listed(data_dir, repo)
+    (cp,) = listed(repo, data_dir)
     assert files_of(cp) == {"README.md": "modified"}, "CLAUDE_PROJECT_DIR sets the scope"
 
 
@@ -122,7 +91,7 @@ def test_without_a_project_dir_the_first_cwd_still_limits_the_scope(
     write(repo, "README.md", "# outside the scope\n")
     write(repo, "src/app.py", "print('inside')\n")
     hook(data_dir, {"session_id": "s", "cwd": str(repo), "hook_event_name": "turn_end"})
-    (cp,) = listed(data_dir, repo)
+    (cp,) = listed(repo, data_dir)
     assert files_of(cp) == {"src/app.py": "modified"}
 
 
@@ -142,11 +111,11 @@ def test_a_prompt_after_esc_closes_the_interrupted_turn(repo: Path, data_dir: Pa
         f.write("# more\n")
     hook(data_dir, claude("UserPromptSubmit", "s", repo, prompt="never mind", prompt_id="p2"))
     hook(data_dir, claude("Stop", "s", repo, stop_hook_active=False))
-    cps = listed(data_dir, repo)
+    cps = listed(repo, data_dir)
     assert [(cp["kind"], cp["reason"], cp["label"], files_of(cp)) for cp in cps] == [
         ("turn", "interrupted", "interrupted: extend lib", {"lib.py": "modified"})
     ], f"the interrupted turn must be recorded, the next one empty: {cps}"
-    done = cli(data_dir, repo, "reset", "--original")
+    done = run_cli("reset", "--original", data_dir=data_dir, cwd=repo)
     assert done.returncode == 0, done.stderr
     assert (repo / "lib.py").read_bytes() == original
 
@@ -163,13 +132,13 @@ def test_interrupted_turn_keeps_its_tool_checkpoints_nested(repo: Path, data_dir
                           tool_input={"command": "sleep 100"}))
     write(repo, "src/util.py", "X = 2\n")
     hook(data_dir, claude("SessionStart", "s", repo, source="resume"))
-    cps = listed(data_dir, repo)
+    cps = listed(repo, data_dir)
     turn = next(cp for cp in cps if cp["kind"] == "turn")
     assert (turn["reason"], turn["label"]) == ("interrupted", "interrupted: one")
     assert files_of(turn) == {"README.md": "modified", "src/util.py": "modified"}
     tools = [cp for cp in cps if cp["kind"] == "tool"]
     assert [(t["label"], t["parent"]) for t in tools] == [("Edit README.md", turn["id"])]
-    done = cli(data_dir, repo, "undo", "--json")
+    done = run_cli("undo", "--json", data_dir=data_dir, cwd=repo)
     assert done.returncode == 0, done.stderr
     assert sorted(json.loads(done.stdout)["restored"]) == ["README.md", "src/util.py"]
 
@@ -177,10 +146,16 @@ def test_interrupted_turn_keeps_its_tool_checkpoints_nested(repo: Path, data_dir
 # -- 3. attribution by tool input -------------------------------------------------
 
 
-def test_twelve_parallel_named_writes_in_two_sessions(repo: Path, data_dir: Path) -> None:
-    """Each tool holds its own file, each turn its own tools', undo leaves the other's."""
-    sessions = {"main": [f"m/f{i}.txt" for i in range(6)],
-                "bg": [f"b/f{i}.txt" for i in range(6)]}
+@pytest.mark.parametrize("per_session", fast_and_full(3, 6))
+def test_parallel_named_writes_in_two_sessions(
+    repo: Path, data_dir: Path, per_session: int
+) -> None:
+    """Each tool holds its own file, each turn its own tools', undo leaves the other's.
+
+    Every tool is open while every write lands: 6 at once, 12 in the full run.
+    """
+    sessions = {"main": [f"m/f{i}.txt" for i in range(per_session)],
+                "bg": [f"b/f{i}.txt" for i in range(per_session)]}
     for session in sessions:  # docker-agent shape: a background agent is its own session
         hook(data_dir, {"session_id": session, "cwd": str(repo), "hook_event_name": "turn_start"})
     tools = [(s, f"{s}-{i}", path) for s, paths in sessions.items()
@@ -193,13 +168,13 @@ def test_twelve_parallel_named_writes_in_two_sessions(repo: Path, data_dir: Path
 
     with ThreadPoolExecutor(max_workers=6) as pool:
         list(pool.map(lambda t: hook(data_dir, event("pre_tool_use", *t)), tools))
-        for _session, tool_id, path in tools:  # every write lands while all 12 are open
+        for _session, tool_id, path in tools:  # every write lands while all are open
             write(repo, path, f"written by {tool_id}\n")
         list(pool.map(lambda t: hook(data_dir, event("post_tool_use", *t)), reversed(tools)))
     for session in sessions:
         hook(data_dir, {"session_id": session, "cwd": str(repo), "hook_event_name": "turn_end"})
     no_failures_logged(data_dir)
-    cps = listed(data_dir, repo, "--all")
+    cps = listed(repo, data_dir, "--all")
     for session, paths in sessions.items():
         mine = [cp for cp in cps if cp["session_id"] == session]
         tool_files = sorted(tuple(files_of(cp)) for cp in mine if cp["kind"] == "tool")
@@ -209,7 +184,7 @@ def test_twelve_parallel_named_writes_in_two_sessions(repo: Path, data_dir: Path
         (turn,) = [cp for cp in mine if cp["kind"] == "turn"]
         assert sorted(files_of(turn)) == sorted(paths), f"{session}: the turn's own files only"
     theirs = {p: (repo / p).read_bytes() for p in sessions["bg"]}
-    done = cli(data_dir, repo, "undo", "--session", "main")
+    done = run_cli("undo", "--session", "main", data_dir=data_dir, cwd=repo)
     assert done.returncode == 0, done.stderr
     assert all(not (repo / p).exists() for p in sessions["main"]), "main's writes undone"
     assert {p: (repo / p).read_bytes() for p in sessions["bg"]} == theirs, (
@@ -232,7 +207,7 @@ def test_a_relative_path_in_tool_input_is_relative_to_the_events_cwd(
         hook(data_dir, {"session_id": "s", "cwd": str(src), "hook_event_name": "post_tool_use",
                         "tool_name": "edit_file", "tool_use_id": tool_id,
                         "tool_input": {"paths": [name]}})
-    tools = [cp for cp in listed(data_dir, repo) if cp["kind"] == "tool"]
+    tools = [cp for cp in listed(repo, data_dir) if cp["kind"] == "tool"]
     assert [files_of(cp) for cp in tools] == [{"src/two.py": "added"}, {"src/one.py": "added"}]
     assert [cp["named_paths"] for cp in tools] == [["src/two.py"], ["src/one.py"]]
 
@@ -254,7 +229,7 @@ def test_failed_tools_end_their_span(repo: Path, data_dir: Path) -> None:
     hook(data_dir, {"session_id": "da", "cwd": str(repo), "hook_event_name": "post_tool_use",
                     "tool_name": "shell", "tool_use_id": "c1", "tool_error": True,
                     "tool_response": "exit status 1"})
-    cps = listed(data_dir, repo, "--all")
+    cps = listed(repo, data_dir, "--all")
     assert [(cp["session_id"], cp["tool_name"], files_of(cp)) for cp in cps] == [
         ("cc", "Bash", {"build.txt": "added"}),
         ("da", "shell", {"src/app.py": "modified"}),
@@ -268,7 +243,7 @@ def test_gc_all_forgets_where_idle_sessions_worked(repo: Path, data_dir: Path) -
     assert len(records) == 2, "each session's first event recorded where it works"
     old = next(r for r in records if json.loads(r.read_text())["session_id"] == "old")
     os.utime(old, (0, 0))  # idle since 1970
-    done = cli(data_dir, repo, "gc", "--all", "--max-age-days", "30")
+    done = run_cli("gc", "--all", "--max-age-days", "30", data_dir=data_dir, cwd=repo)
     assert done.returncode == 0, done.stderr
     left = [json.loads(r.read_text())["session_id"] for r in (data_dir / "sessions").iterdir()]
     assert left == ["new"], f"only the idle session's record goes: {left}"
@@ -295,9 +270,11 @@ def test_session_end_leaves_gc_to_a_process_of_its_own(repo: Path, data_dir: Pat
     end = {"session_id": "s", "cwd": str(repo), "hook_event_name": "SessionEnd"}
     with filelock.FileLock(str(store / "gc.lock"), timeout=30):
         hook(data_dir, end, None, "--arg", "max_checkpoints=1")
-        assert len(listed(data_dir, repo)) == 3, "the hook returned before any retention ran"
+        assert len(listed(repo, data_dir)) == 3, "the hook returned before any retention ran"
     hook(data_dir, end, None, "--arg", "max_checkpoints=1")
     deadline = time.monotonic() + 120
-    while len(listed(data_dir, repo)) != 1 and time.monotonic() < deadline:
-        time.sleep(0.2)  # the detached gc works after the hook has returned
-    assert len(listed(data_dir, repo)) == 1, "the detached gc applied max_checkpoints=1"
+    # The detached gc works after the hook has returned: wait on its state file
+    # (reading it starts no process), then ask `list` for the outcome.
+    while len(load_state(data_dir)["checkpoints"]) != 1 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert len(listed(repo, data_dir)) == 1, "the detached gc applied max_checkpoints=1"

@@ -19,7 +19,6 @@ import builtins
 import contextlib
 import errno
 import functools
-import io
 import json
 import os
 import resource
@@ -36,12 +35,23 @@ from typing import Any
 
 import pygit2
 import pytest
-from conftest import git, make_repo, snapshot_dir_bytes, write
+from builders import (
+    event,
+    files_of,
+    git,
+    hook_in_process,
+    load_state,
+    make_repo,
+    run_cli,
+    run_cli_in_process,
+    run_hook,
+    snapshot_dir_bytes,
+    store_root,
+    write,
+)
 
 from snapshotter import fileio
-from snapshotter.cli.main import main
 from snapshotter.engine import Engine
-from snapshotter.hooks import command
 from snapshotter.store.logfile import log_path
 
 HOOK_TIMEOUT_S = 20.0  # generous: a hook that waits on a stale lock would blow through it
@@ -52,42 +62,28 @@ SESSION = "sess-1"
 
 
 def hook_proc(
-    data_dir: Path, event: dict[str, Any], *, prefix: tuple[str, ...] = (),
+    data_dir: Path, sent: dict[str, Any], *, prefix: tuple[str, ...] = (),
     preexec: Callable[[], None] | None = None, timeout: float = 120.0,
 ) -> subprocess.CompletedProcess[bytes]:
     """``snapshotter hook`` as the agent runs it: a fresh process, JSON on stdin.
 
     Handled in that process (no resident server), so its limits and uid apply.
     """
-    return subprocess.run(
-        [*prefix, sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), "hook"],
-        input=json.dumps(event).encode(), capture_output=True, check=False, timeout=timeout,
-        preexec_fn=preexec, env={**os.environ, "SNAPSHOTTER_HOOK_SERVER": "0"},
-    )
+    return run_hook(sent, data_dir, prefix=prefix, preexec=preexec, timeout=timeout,
+                    env={"SNAPSHOTTER_HOOK_SERVER": "0"})
 
 
 def cli_proc(
     data_dir: Path, *args: str, prefix: tuple[str, ...] = ()
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*prefix, sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), *args],
-        capture_output=True, text=True, check=False, timeout=120,
-        env={**os.environ, "SNAPSHOTTER_HOOK_SERVER": "0"},
-    )
-
-
-def event(root: Path, name: str, session: str = SESSION, **fields: Any) -> dict[str, Any]:
-    return {"session_id": session, "cwd": str(root), "hook_event_name": name, **fields}
+    return run_cli(*args, data_dir=data_dir, prefix=prefix, env={"SNAPSHOTTER_HOOK_SERVER": "0"})
 
 
 def hook(data_dir: Path, root: Path, name: str, session: str = SESSION, **fields: Any) -> str:
     """One event through the real hook entry point, in-process; returns its stderr."""
-    raw = json.dumps(event(root, name, session, **fields)).encode()
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err):
-        code = command.run(io.BytesIO(raw), data_dir, [])
-    assert code == 0, f"hook {name} exited {code}: {err.getvalue()}"
-    return err.getvalue()
+    code, _out, err = hook_in_process(event(name, root, session, **fields), data_dir)
+    assert code == 0, f"hook {name} exited {code}: {err}"
+    return err
 
 
 @dataclass
@@ -99,14 +95,8 @@ class Run:
 
 def cli(data_dir: Path, *args: str | Path) -> Run:
     """``snapshotter --data-dir DIR ARGS`` through ``cli.main``, in-process."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main(["--data-dir", str(data_dir), *map(str, args)])
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-    return Run(code, out.getvalue(), err.getvalue())
+    done = run_cli_in_process(*args, data_dir=data_dir)
+    return Run(done.returncode, done.stdout, done.stderr)
 
 
 Edits = dict[str, str | bytes | None]
@@ -133,24 +123,9 @@ def turn(data_dir: Path, root: Path, edits: Edits | Callable[[], object],
     assert err == "", f"turn_end reported a failure: {err}"
 
 
-def store_root(data_dir: Path) -> Path:
-    roots = [p for p in (data_dir / "snapshot").iterdir() if p.is_dir()]
-    assert len(roots) == 1, f"expected one store, found {roots}"
-    return roots[0]
-
-
-def load_state(data_dir: Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((store_root(data_dir) / "state.json").read_bytes())
-    return data
-
-
 def checkpoints(data_dir: Path, session: str | None = None) -> list[dict[str, Any]]:
     return [cp for cp in load_state(data_dir)["checkpoints"]
             if session is None or cp["session_id"] == session]
-
-
-def paths_of(cp: dict[str, Any]) -> dict[str, str]:
-    return {f["path"]: f["status"] for f in cp["files"]}
 
 
 def disk(root: Path) -> dict[str, tuple[Any, ...]]:
@@ -310,7 +285,8 @@ def test_01_stale_lock_recovered_within_a_second(repo: Path, data_dir: Path) -> 
             write(repo, "src/app.py", "print('after the kill')\n")
         started = time.monotonic()
         try:
-            proc = hook_proc(data_dir, event(repo, name, reason="normal"), timeout=HOOK_TIMEOUT_S)
+            proc = hook_proc(data_dir, event(name, repo, SESSION, reason="normal"),
+                             timeout=HOOK_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             pytest.fail(f"{name} still blocked by the dead holder's locks after {HOOK_TIMEOUT_S}s")
         elapsed = time.monotonic() - started
@@ -321,7 +297,7 @@ def test_01_stale_lock_recovered_within_a_second(repo: Path, data_dir: Path) -> 
         figure(f"#1 {name} after a SIGKILLed lock holder finished in {elapsed:.2f}s "
                f"(process start included; timeout {HOOK_TIMEOUT_S:.0f}s)")
     cps = checkpoints(data_dir)
-    assert [paths_of(cp) for cp in cps] == [{"src/app.py": "modified"}], (
+    assert [files_of(cp) for cp in cps] == [{"src/app.py": "modified"}], (
         f"the turn after the kill must be recorded normally: {cps}"
     )
     leftovers = sorted(p.name for p in root.iterdir() if p.name == "index.lock"
@@ -381,12 +357,12 @@ def test_02_failed_capture_records_nothing_and_says_why(
     # Only turn 1 exists, and it does not touch the new work: undoing it must
     # never put stale content over src/app.py or drop src/new.txt.
     monkeypatch.setattr(pygit2.Repository, "create_blob", real)
-    assert [paths_of(cp) for cp in checkpoints(data_dir)] == [{"README.md": "modified"}]
+    assert [files_of(cp) for cp in checkpoints(data_dir)] == [{"README.md": "modified"}]
 
     # The fault gone, the same pending turn records everything, with today's content.
     assert hook(data_dir, repo, "turn_end", reason="normal") == ""
     cps = checkpoints(data_dir)
-    assert paths_of(cps[-1]) == {"src/app.py": "modified", "src/new.txt": "added"}, cps[-1]
+    assert files_of(cps[-1]) == {"src/app.py": "modified", "src/new.txt": "added"}, cps[-1]
     engine = open_engine(repo, data_dir)
     after = tree_entries(engine, cps[-1]["after"])
     assert after["src/app.py"][1] == b"print('newer work')\n"
@@ -528,7 +504,7 @@ def test_05_undo_in_one_session_never_reverts_another_sessions_files(
     # Then B edits the file A edited.
     turn(data_dir, repo, {"shared.txt": "edited by A, then by B\n"}, session=b)
 
-    mine = {s: {p for cp in checkpoints(data_dir, s) for p in paths_of(cp)} for s in (a, b)}
+    mine = {s: {p for cp in checkpoints(data_dir, s) for p in files_of(cp)} for s in (a, b)}
     assert mine[a] == {"a1.txt", "a2.txt", "shared.txt"}, mine
     assert mine[b] == {"b.txt", "src/util.py", "shared.txt"}, mine
 
@@ -591,8 +567,8 @@ def test_06_directory_replaced_by_symlink_keeps_capturing(
     assert run.code == 0 and len(run.out.strip()) == 40, run
 
     cps = checkpoints(data_dir)
-    assert len(cps) == 5, f"each turn recorded: {[paths_of(cp) for cp in cps]}"
-    assert paths_of(cps[0]) == {"lib": "added", "lib/a.py": "deleted", "lib/sub/b.py": "deleted"}
+    assert len(cps) == 5, f"each turn recorded: {[files_of(cp) for cp in cps]}"
+    assert files_of(cps[0]) == {"lib": "added", "lib/a.py": "deleted", "lib/sub/b.py": "deleted"}
     engine = open_engine(root, data_dir)
     tree = tree_entries(engine, cps[-1]["after"])
     assert tree["lib"] == (0o120000, os.fsencode(str(outside))), "stored as a link"
@@ -607,7 +583,7 @@ def test_06_directory_replaced_by_symlink_keeps_capturing(
     assert snapshot_dir_bytes(outside) == outside_before, "the link's target was written through"
     assert sorted(os.listdir(outside)) == sorted(f"f{i}.txt" for i in range(50))
     turn(data_dir, root, {"lib/c.py": "C = 1\n"})  # and capturing goes on after the undo
-    assert paths_of(checkpoints(data_dir)[-1]) == {"lib/c.py": "added"}
+    assert files_of(checkpoints(data_dir)[-1]) == {"lib/c.py": "added"}
 
 
 # -- 7 ---------------------------------------------------------------------------------------
@@ -642,7 +618,7 @@ def test_07_nested_repository_without_commit_is_captured(tmp_path: Path, data_di
     original = disk(root)
     turn(data_dir, root, edits)
     cps = checkpoints(data_dir)
-    assert len(cps) == 1 and set(paths_of(cps[0])) == set(edits), cps
+    assert len(cps) == 1 and set(files_of(cps[0])) == set(edits), cps
     engine = open_engine(root, data_dir)
     tree = tree_entries(engine, cps[0]["after"])
     assert not [p for p in tree if ".git/" in p or p.endswith("/.git")], sorted(tree)
@@ -654,7 +630,7 @@ def test_07_nested_repository_without_commit_is_captured(tmp_path: Path, data_di
 
     other = data_dir.parent / "data-uncommitted"
     turn(other, bare_root, {"draft.md": "draft 2\n", "more.md": "more\n"})
-    assert [paths_of(cp) for cp in checkpoints(other)] == [
+    assert [files_of(cp) for cp in checkpoints(other)] == [
         {"draft.md": "modified", "more.md": "added"}
     ], "a worktree with no commit at all records (nothing is tracked yet)"
 
@@ -691,7 +667,7 @@ def test_08_odd_file_names_survive_capture_undo_redo(tmp_path: Path, data_dir: P
     turn(data_dir, root, edits)
     edited = disk(root)
     cps = checkpoints(data_dir)
-    recorded = set(paths_of(cps[0]))
+    recorded = set(files_of(cps[0]))
     assert recorded == set(edits), (
         f"missing: {set(edits) - recorded}, extra: {recorded - set(edits)}"
     )
@@ -719,20 +695,20 @@ def test_09_data_dir_inside_worktree_is_never_snapshotted(
     inside = repo / "agent-data"
     for i in range(3):
         turn(inside, repo, {"src/app.py": f"print({i})\n", f"work/{i}.txt": f"{i}\n"})
-    proc = hook_proc(inside, event(repo, "turn_start"))
+    proc = hook_proc(inside, event("turn_start", repo, SESSION))
     assert proc.returncode == 0 and proc.stderr == b"", proc.stderr
     write(repo, "src/util.py", "X = 'via a subprocess, from src/'\n")
-    proc = hook_proc(inside, event(repo / "src", "turn_end", reason="normal"))
+    proc = hook_proc(inside, event("turn_end", repo / "src", SESSION, reason="normal"))
     assert proc.returncode == 0 and proc.stderr == b"", proc.stderr
 
     engine = open_engine(repo, inside)
     cps = checkpoints(inside)
-    assert len(cps) == 4, [paths_of(cp) for cp in cps]
+    assert len(cps) == 4, [files_of(cp) for cp in cps]
     for cp in cps:
         for tree in (cp["before"], cp["after"]):
             leaked = [p for p in tree_entries(engine, tree) if p.startswith("agent-data")]
             assert not leaked, f"the store captured itself: {leaked[:5]}"
-        assert not [p for p in paths_of(cp) if p.startswith("agent-data")]
+        assert not [p for p in files_of(cp) if p.startswith("agent-data")]
     sizes = [len(tree_entries(engine, cp["after"])) for cp in cps]
     assert max(sizes) - min(sizes) <= 4, f"trees grow with the store: {sizes}"
 
@@ -783,7 +759,7 @@ def test_12_disk_full_or_read_only_data_dir_never_fails_the_hook(
     cases = 0
 
     # (a) The disk fills up: no file may grow past 16 KiB (blobs, index, state).
-    proc = hook_proc(data_dir, event(repo, "turn_end", reason="normal"),
+    proc = hook_proc(data_dir, event("turn_end", repo, SESSION, reason="normal"),
                      preexec=_limit_file_size(16 * 1024))
     err = proc.stderr.decode(errors="replace")
     assert proc.returncode == 0 and "Traceback" not in err, f"exit {proc.returncode}: {err}"
@@ -815,7 +791,8 @@ def test_12_disk_full_or_read_only_data_dir_never_fails_the_hook(
         for path in [store, *store.rglob("*")]:
             path.chmod(path.stat().st_mode & ~0o222)
         try:
-            proc = hook_proc(data_dir, event(repo, "turn_end", reason="normal"), prefix=prefix)
+            proc = hook_proc(data_dir, event("turn_end", repo, SESSION, reason="normal"),
+                             prefix=prefix)
         finally:
             for path in [store, *store.rglob("*")]:
                 path.chmod(path.stat().st_mode | 0o200)
@@ -827,7 +804,7 @@ def test_12_disk_full_or_read_only_data_dir_never_fails_the_hook(
     # (d) A data dir that cannot exist: its parent is a regular file.
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory\n")
-    proc = hook_proc(blocker / "data", event(repo, "turn_start"))
+    proc = hook_proc(blocker / "data", event("turn_start", repo, SESSION))
     err = proc.stderr.decode(errors="replace")
     assert proc.returncode == 0 and "Traceback" not in err and err.strip(), err
     assert blocker.read_text() == "not a directory\n"
@@ -835,7 +812,7 @@ def test_12_disk_full_or_read_only_data_dir_never_fails_the_hook(
 
     # The agent goes on: with space back, the same pending turn records it all.
     assert hook(data_dir, repo, "turn_end", reason="normal") == ""
-    assert paths_of(checkpoints(data_dir)[-1]) == {"data.bin": "added", "src/app.py": "modified"}
+    assert files_of(checkpoints(data_dir)[-1]) == {"data.bin": "added", "src/app.py": "modified"}
     assert cli(data_dir, "undo", "-C", repo).code == 0
     assert not (repo / "data.bin").exists() and (repo / "src/app.py").read_text() == "print('hi')\n"
     figure(f"#12 {cases} no-space/read-only cases, hook exit 0 in each "
@@ -897,8 +874,8 @@ def test_13_unreadable_files_are_skipped_and_reported_never_a_crash(
         for rel in unreadable:
             (root / rel).chmod(0)
         try:
-            proc = hook_proc(data_dir, event(root, "turn_end", reason="normal"), prefix=prefix,
-                             timeout=60)
+            proc = hook_proc(data_dir, event("turn_end", root, SESSION, reason="normal"),
+                             prefix=prefix, timeout=60)
             undo = cli_proc(data_dir, "undo", "-C", str(root), prefix=prefix)
         finally:
             for rel in unreadable:
@@ -917,8 +894,8 @@ def test_13_unreadable_files_are_skipped_and_reported_never_a_crash(
     for rel in [*unreadable, "pipe"]:
         assert rel in skipped, f"{rel} must be reported as skipped: {cp['skipped']}"
     assert all("unreadable" in skipped[rel] for rel in unreadable), skipped
-    assert paths_of(cp).get("ok.txt") == "modified", "the readable change is still recorded"
-    assert "locked-new.txt" not in paths_of(cp) and "private/inner.txt" not in paths_of(cp)
+    assert files_of(cp).get("ok.txt") == "modified", "the readable change is still recorded"
+    assert "locked-new.txt" not in files_of(cp) and "private/inner.txt" not in files_of(cp)
     assert (root / "secret.txt").read_text() == "v2: the user's only copy\n", (
         "undo overwrote a file it could not read (redo could never bring it back)"
     )

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import git, make_repo, snapshot_dir_bytes, write
+from builders import git, make_repo, snapshot_dir_bytes, write
 
 from snapshotter.engine import Engine
 from snapshotter.errors import UnsafePath

@@ -10,28 +10,19 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import make_repo, write
-
-
-def run(data: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "snapshotter", "--data-dir", str(data), *args],
-                          capture_output=True, text=True, check=False)
+from builders import event, make_repo, run_cli, run_hook, write
 
 
 def hook(data: Path, root: Path, name: str) -> None:
-    event = {"session_id": "s", "cwd": str(root), "hook_event_name": name, "reason": "end"}
-    done = subprocess.run([sys.executable, "-m", "snapshotter", "hook"], input=json.dumps(event),
-                          capture_output=True, text=True, check=False,
-                          env={**os.environ, "SNAPSHOTTER_DATA_DIR": str(data)})
-    assert done.returncode == 0, f"{name}: {done.stderr}"
+    """The data dir from the environment, as a runtime's hook command line has no option."""
+    done = run_hook(event(name, root, reason="end"), env={"SNAPSHOTTER_DATA_DIR": str(data)})
+    assert done.returncode == 0, f"{name}: {done.stderr!r}"
 
 
 def files(root: Path) -> dict[str, bytes]:
@@ -96,7 +87,7 @@ def test_undo_on_a_full_disk_is_one_line_and_leaves_the_worktree_alone(
     agents = files(root)
     filler = fill(small_disk)
 
-    done = run(data, "undo", "-C", str(root))
+    done = run_cli("undo", "-C", root, data_dir=data)
     err = done.stderr.strip()
     assert done.returncode == 1, f"a full disk is exit 1; got {done.returncode}: {err}"
     assert len(err.splitlines()) == 1 and "internal error" not in err, (
@@ -109,9 +100,9 @@ def test_undo_on_a_full_disk_is_one_line_and_leaves_the_worktree_alone(
     for extra in small_disk.glob("filler*"):
         extra.unlink()
     assert not filler.exists()
-    done = run(data, "undo", "-C", str(root))
+    done = run_cli("undo", "-C", root, data_dir=data)
     assert done.returncode == 0, f"with space back undo works: {done.stderr}"
     assert (root / "src/m0.py").read_text() == "v = 0\n" and not (root / "src/new.py").exists()
-    done = run(data, "redo", "-C", str(root))
+    done = run_cli("redo", "-C", root, data_dir=data)
     assert done.returncode == 0, f"redo works: {done.stderr}"
     assert files(root) == agents, "redo brings back every one of the agent's files"

@@ -6,7 +6,7 @@ crossing the new-file size limit, undo, redo and reset: after every step,
 every byte string that was in a file when a restore began is on disk or in a
 tree the store keeps (a checkpoint, a pending span, a redo entry).
 
-Examples: ``SNAPSHOTTER_INVARIANT_EXAMPLES`` (default 30).
+Examples: 30 in the default run, 300 with ``pytest -m slow``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 
 import pygit2
 import pytest
-from conftest import make_repo, write
+from builders import fast_and_full, make_repo, write
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -32,7 +32,6 @@ from snapshotter.history.records import load
 
 SESSION = "s"
 LIMIT = 64  # max_new_file_size: a few bytes more make a file "large"
-EXAMPLES = int(os.environ.get("SNAPSHOTTER_INVARIANT_EXAMPLES", "30"))
 POOL = ("a.txt", "b.txt", "d/c.txt")
 
 
@@ -178,7 +177,6 @@ step = st.one_of(
     st.tuples(st.just("redo"), st.booleans()),  # with --force or not
     st.tuples(st.just("reset")),
 )
-RAN: list[int] = []
 # The issue's two repros, always run first: the agent edits and ignores a file in
 # one turn; the user ignores a captured file and edits it after the turn.
 REPRO_AGENT = [("agent", [("write", "b.txt", b"two\n"), ("ignore", "b.txt", True)]), ("undo",),
@@ -196,15 +194,26 @@ def perform(root: Path, actions: list[tuple[str, str, object]]) -> None:
             ignore(root, rel, bool(arg))
 
 
-@settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(steps=st.lists(step, min_size=2, max_size=10))
-@example(steps=REPRO_AGENT)
-@example(steps=REPRO_USER)
+@pytest.mark.parametrize("examples", fast_and_full(30, 300))
 def test_no_restore_ever_destroys_bytes_the_store_does_not_hold(
-    steps: list[tuple[Any, ...]], tmp_path: Path
+    examples: int, tmp_path: Path
 ) -> None:
-    RAN.append(len(steps))
+    ran: list[int] = []
+
+    @settings(max_examples=examples, deadline=None, derandomize=True,
+              suppress_health_check=[HealthCheck.too_slow])
+    @given(steps=st.lists(step, min_size=2, max_size=10))
+    @example(steps=REPRO_AGENT)
+    @example(steps=REPRO_USER)
+    def run(steps: list[tuple[Any, ...]]) -> None:
+        ran.append(len(steps))
+        never_destroys(steps, tmp_path)
+
+    run()
+    print(f"\n[restore-invariant] {len(ran)} examples, {sum(ran)} steps")
+
+
+def never_destroys(steps: list[tuple[Any, ...]], tmp_path: Path) -> None:
     base = Path(tempfile.mkdtemp(dir=tmp_path))
     try:
         root = make_repo(base / "repo", {"a.txt": "committed a\n"})
@@ -239,9 +248,3 @@ def test_no_restore_ever_destroys_bytes_the_store_does_not_hold(
             protected = {c for c in protected if c in on_disk or blob_id(c) in kept}
     finally:
         shutil.rmtree(base, ignore_errors=True)
-
-
-def test_zz_report_examples() -> None:
-    """Prints how many examples the property test ran (for the closing note)."""
-    print(f"\n[restore-invariant] {len(RAN)} examples, {sum(RAN)} steps "
-          f"(SNAPSHOTTER_INVARIANT_EXAMPLES={EXAMPLES})")

@@ -1,34 +1,37 @@
-"""Part of a checkpoint back (`restore ID -- PATH`) and checkpoints by hand (issue 15)."""
+"""Part of a checkpoint back (`restore ID -- PATH`) and checkpoints by hand (issue 15).
+
+The commands run through the CLI's `main` in this process; the hooks as real processes.
+"""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from conftest import write
-from test_daily_use import sn, turn
+from builders import run_cli_in_process as cli
+from builders import turn, write
 
 
 def test_restore_one_file_of_a_turn_and_redo_it(repo: Path) -> None:
     turn(repo, "s", {"src/app.py": "print('agent')\n", "src/util.py": "X = 2\n"})
-    done = sn("restore", "1", "--", "src/app.py", cwd=repo)
+    done = cli("restore", "1", "--", "src/app.py", cwd=repo)
     assert done.returncode == 0, done.stderr
     assert (repo / "src/app.py").read_text() == "print('hi')\n", "the chosen file is back"
     assert (repo / "src/util.py").read_text() == "X = 2\n", "the others are left alone"
     assert "redo" in done.stdout
-    (cp,) = json.loads(sn("list", "--json", cwd=repo).stdout)
+    (cp,) = json.loads(cli("list", "--json", cwd=repo).stdout)
     assert not cp["undone"], "only part of it moved: the checkpoint stays active"
-    redone = sn("redo", cwd=repo)
+    redone = cli("redo", cwd=repo)
     assert redone.returncode == 0 and redone.stdout.startswith("redid checkpoint 1:"), redone
     assert (repo / "src/app.py").read_text() == "print('agent')\n", "redo puts it back"
-    (cp,) = json.loads(sn("list", "--json", cwd=repo).stdout)
+    (cp,) = json.loads(cli("list", "--json", cwd=repo).stdout)
     assert not cp["undone"], "and the checkpoint is still active"
 
 
 def test_a_directory_takes_its_files_and_paths_are_relative_to_here(repo: Path) -> None:
     turn(repo, "s", {"src/app.py": "print('agent')\n", "src/new.py": "N = 1\n",
                      "README.md": "# agent\n"})
-    done = sn("restore", "1", "--json", "--", ".", cwd=repo / "src")
+    done = cli("restore", "1", "--json", "--", ".", cwd=repo / "src")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert (report["restored"], report["removed"]) == (["src/app.py"], ["src/new.py"])
@@ -38,18 +41,18 @@ def test_a_directory_takes_its_files_and_paths_are_relative_to_here(repo: Path) 
 def test_restore_refuses_later_edits_unless_forced_and_after_goes_forward(repo: Path) -> None:
     turn(repo, "s", {"src/app.py": "print('agent')\n"})
     write(repo, "src/app.py", "print('mine')\n")
-    refused = sn("restore", "1", "src/app.py", cwd=repo)
+    refused = cli("restore", "1", "src/app.py", cwd=repo)
     assert refused.returncode == 4 and "src/app.py" in refused.stderr, refused.stderr
-    dry = sn("restore", "1", "--force", "--dry-run", "src/app.py", cwd=repo)
+    dry = cli("restore", "1", "--force", "--dry-run", "src/app.py", cwd=repo)
     assert dry.stdout.startswith("would restore checkpoint 1: 1 would restore"), dry.stdout
     assert "  would restore src/app.py" in dry.stdout, "each line says what would happen"
-    assert sn("restore", "1", "--force", "src/app.py", cwd=repo).returncode == 0
+    assert cli("restore", "1", "--force", "src/app.py", cwd=repo).returncode == 0
     assert (repo / "src/app.py").read_text() == "print('hi')\n"
-    forward = sn("restore", "1", "--after", "src/app.py", cwd=repo)
+    forward = cli("restore", "1", "--after", "src/app.py", cwd=repo)
     assert forward.returncode == 0, forward.stderr
     assert (repo / "src/app.py").read_text() == "print('agent')\n", "--after: as it ended"
-    assert sn("redo", cwd=repo).returncode == 0
-    assert sn("redo", cwd=repo).returncode == 0
+    assert cli("redo", cwd=repo).returncode == 0
+    assert cli("redo", cwd=repo).returncode == 0
     assert (repo / "src/app.py").read_text() == "print('mine')\n", "the forced-over edit is kept"
 
 
@@ -57,31 +60,31 @@ def test_restore_errors_are_one_line(repo: Path, tmp_path: Path) -> None:
     turn(repo, "s", {"src/app.py": "print('agent')\n"})
     for args, code in ((["restore", "9", "src/app.py"], 1), (["restore", "1", "nope.txt"], 1),
                        (["restore", "1", str(tmp_path)], 2), (["restore", "1"], 2)):
-        done = sn(*args, cwd=repo)
+        done = cli(*args, cwd=repo)
         assert done.returncode == code, (args, done.returncode, done.stderr)
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
 
 
 def test_checkpoint_by_hand_is_undoable(repo: Path) -> None:
-    first = sn("checkpoint", "-m", "start", cwd=repo)
+    first = cli("checkpoint", "-m", "start", cwd=repo)
     assert first.returncode == 0 and "baseline" in first.stderr, first.stderr
     write(repo, "src/app.py", "print('by hand')\n")
     write(repo, "notes.txt", "n\n")
-    done = sn("checkpoint", "-m", "try the new greeting\nwith details", cwd=repo)
+    done = cli("checkpoint", "-m", "try the new greeting\nwith details", cwd=repo)
     assert done.returncode == 0 and "try the new greeting" in done.stdout, done.stderr
-    (cp,) = json.loads(sn("list", "--json", cwd=repo).stdout)
+    (cp,) = json.loads(cli("list", "--json", cwd=repo).stdout)
     assert cp["label"] == "try the new greeting" and cp["reason"] == "checkpoint"
     assert {f["path"] for f in cp["files"]} == {"src/app.py", "notes.txt"}
-    assert sn("checkpoint", cwd=repo).returncode == 3, "nothing changed since: exit 3"
-    assert sn("undo", cwd=repo).returncode == 0
+    assert cli("checkpoint", cwd=repo).returncode == 3, "nothing changed since: exit 3"
+    assert cli("undo", cwd=repo).returncode == 0
     assert (repo / "src/app.py").read_text() == "print('hi')\n"
     assert not (repo / "notes.txt").exists()
 
 
 def test_checkpoint_after_capture_starts_from_that_capture(repo: Path) -> None:
-    assert sn("capture", cwd=repo).returncode == 0
+    assert cli("capture", cwd=repo).returncode == 0
     write(repo, "README.md", "# edited\n")
-    done = sn("checkpoint", cwd=repo)
+    done = cli("checkpoint", cwd=repo)
     assert done.returncode == 0, done.stderr
-    assert sn("undo", cwd=repo).returncode == 0, "capture, edit, checkpoint, undo"
+    assert cli("undo", cwd=repo).returncode == 0, "capture, edit, checkpoint, undo"
     assert (repo / "README.md").read_text() == "# demo\n"

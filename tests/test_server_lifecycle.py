@@ -17,25 +17,13 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from conftest import make_repo, write
+from builders import argv, event, files_of, listed, make_repo, run_hook, write
 
 from snapshotter.config import stores_dir
 from snapshotter.engine import Engine
-from snapshotter.history.undo import list_checkpoints
 from snapshotter.hooks import client
-
-
-def hook_argv(data_dir: Path) -> list[str]:
-    return [sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), "hook"]
-
-
-def hook(data_dir: Path, event: dict[str, Any], timeout: float = 120
-         ) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(hook_argv(data_dir), input=json.dumps(event).encode(),
-                          capture_output=True, timeout=timeout, check=False)
 
 
 def wait_for(path: Path, present: bool = True, limit: float = 60) -> None:
@@ -62,14 +50,11 @@ def start_server(path: Path) -> subprocess.Popen[bytes]:
 
 
 def checkpoints(root: Path, data_dir: Path, session: str) -> list[list[str]]:
-    engine = Engine.open(root, data_dir_path=data_dir, create=False)
-    if engine is None:
-        return []
-    return [[f.path for f in cp.files] for cp in list_checkpoints(engine.store, session)]
+    return [list(files_of(cp)) for cp in listed(root, data_dir, "--session", session)]
 
 
 def test_server_hook_with_stdin_closed_exits_0(tmp_path: Path, data_dir: Path) -> None:
-    done = subprocess.run(["sh", "-c", 'exec "$@" <&-', "sh", *hook_argv(data_dir)],
+    done = subprocess.run(["sh", "-c", 'exec "$@" <&-', "sh", *argv(data_dir, "hook")],
                           capture_output=True, timeout=120, check=False, cwd=tmp_path)
     assert done.returncode == 0, f"exit {done.returncode}: {done.stderr!r}"
     assert b"Traceback" not in done.stderr, done.stderr
@@ -93,24 +78,21 @@ def test_server_a_stuck_worktree_does_not_hold_up_another(
 ) -> None:
     stuck = make_repo(tmp_path / "stuck", {"a.txt": "a\n"})
     free = make_repo(tmp_path / "free", {"b.txt": "b\n"})
-    assert hook(data_dir, {"session_id": "s", "cwd": str(free),
-                           "hook_event_name": "turn_start"}).returncode == 0
+    assert run_hook(event("turn_start", free), data_dir).returncode == 0
     wait_for(sock)  # the first hook started the server
     engine = Engine.open(stuck, data_dir_path=data_dir)
     assert engine is not None
     lock = engine.store.locked()
     lock.acquire()  # the stuck worktree's event waits for this lock inside the server
     try:
-        blocked = subprocess.Popen(hook_argv(data_dir), stdin=subprocess.PIPE,
+        blocked = subprocess.Popen(argv(data_dir, "hook"), stdin=subprocess.PIPE,
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         assert blocked.stdin is not None
-        blocked.stdin.write(json.dumps({"session_id": "s", "cwd": str(stuck),
-                                        "hook_event_name": "turn_start"}).encode())
+        blocked.stdin.write(json.dumps(event("turn_start", stuck)).encode())
         blocked.stdin.close()
         time.sleep(1.0)  # let it reach the server first
         write(free, "b.txt", "changed\n")
-        done = hook(data_dir, {"session_id": "s", "cwd": str(free),
-                               "hook_event_name": "turn_end"}, timeout=25)
+        done = run_hook(event("turn_end", free), data_dir, timeout=25)
         assert done.returncode == 0 and not done.stderr, done.stderr
         assert checkpoints(free, data_dir, "s") == [["b.txt"]], (
             "the other worktree's turn was recorded while the stuck one still waited"
@@ -129,10 +111,9 @@ def test_server_too_busy_to_answer_means_the_hook_handles_its_event(
     wedged.bind(str(sock))
     wedged.listen(64)  # connects succeed, but nobody ever answers
     try:
-        base = {"session_id": "s", "cwd": str(root)}
-        assert hook(data_dir, {**base, "hook_event_name": "turn_start"}, timeout=20).returncode == 0
+        assert run_hook(event("turn_start", root), data_dir, timeout=20).returncode == 0
         write(root, "a.txt", "changed\n")
-        done = hook(data_dir, {**base, "hook_event_name": "turn_end"}, timeout=20)
+        done = run_hook(event("turn_end", root), data_dir, timeout=20)
         assert done.returncode == 0 and not done.stderr, done.stderr
     finally:
         wedged.close()
@@ -145,11 +126,11 @@ def test_server_never_handles_an_event_its_client_gave_up_on(
 ) -> None:
     root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
     proc = start_server(sock)
-    event = json.dumps({"session_id": "s", "cwd": str(root), "hook_event_name": "turn_start"})
+    raw = json.dumps(event("turn_start", root)).encode()
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     conn.connect(str(sock))
     header = client.data_dir_arg(data_dir).encode()
-    conn.sendall(client.frame(header) + client.frame(event.encode()))
+    conn.sendall(client.frame(header) + client.frame(raw))
     conn.close()  # gave up before "go": this client handles the event itself
     client.stop(sock)  # waits for events under way
     proc.wait(timeout=60)

@@ -9,16 +9,12 @@ Executor.dispatch, the builtin wired on all six events, tool events via matcher
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import stop_servers_of
+from builders import run_hook
 
 from snapshotter.cli import replay
 from snapshotter.hooks.builtin import register_snapshot
@@ -29,8 +25,6 @@ from snapshotter.store.logfile import log_path
 
 SESSIONS = replay.session_names()
 
-# One worker runs the whole module: its subprocess replays are a module fixture.
-pytestmark = pytest.mark.xdist_group("sessions_replay")
 COMPARED = {"id", "session_id", "kind", "label", "parent", "files", "skipped", "undone",
             "before", "after"}
 BUILTIN = [{"type": "builtin", "command": "snapshot"}]
@@ -70,34 +64,17 @@ def replay_in_process(name: str, base: Path) -> tuple[Path, list[Checkpoint]]:
     return root, controller.list(root, all_sessions=True)
 
 
-def hook_env(base: Path, runtime: Path) -> dict[str, str]:
-    """A private HOME and runtime dir for the subprocesses (module fixtures run outside
-    `hermetic`): the hook server they start must not land in the real runtime dir."""
-    home = base / "home"
-    home.mkdir(exist_ok=True)
-    return {
-        **os.environ,
-        "HOME": str(home),
-        "XDG_RUNTIME_DIR": str(runtime),
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "XDG_DATA_HOME": str(home / ".local" / "share"),
-        "SNAPSHOTTER_DATA_DIR": str(base / "unused-data-dir"),
-        "GIT_CONFIG_NOSYSTEM": "1",
-    }
-
-
-def replay_subprocess(name: str, base: Path, runtime: Path) -> dict[str, Any]:
+def replay_subprocess(name: str, base: Path) -> dict[str, Any]:
+    """One `snapshotter hook` process per event, with the resident hook server on
+    (as users run it): the test's private HOME and runtime dir, its server
+    stopped after the test (``conftest.hermetic``)."""
     session = replay.load_session(name)
     root = replay.build_repo(base / "repo", replay.load_recipe(session["repo"]))
     data_dir = base / "data"
-    env = hook_env(base, runtime)
     problems: list[str] = []
 
     def send(event: dict[str, Any]) -> None:
-        done = subprocess.run(
-            [sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), "hook"],
-            input=json.dumps(event).encode(), capture_output=True, env=env, check=False,
-        )
+        done = run_hook(event, data_dir, env={"SNAPSHOTTER_HOOK_SERVER": "1"})
         out = done.stdout.decode(errors="replace").strip()
         err = done.stderr.decode(errors="replace")
         if done.returncode != 0 or out not in ("", "{}") or err:
@@ -112,22 +89,6 @@ def replay_subprocess(name: str, base: Path, runtime: Path) -> dict[str, Any]:
         "problems": problems,
         "log": log.read_text() if log.exists() else "",
     }
-
-
-@pytest.fixture(scope="module")
-def via_subprocess(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
-    """All sessions through `snapshotter hook`, sessions side by side (each ~0.5 s/event)."""
-    bases = {name: tmp_path_factory.mktemp(f"sub-{name}") for name in SESSIONS}
-    runtime = tmp_path_factory.mktemp("run")  # short: a socket path holds 100 bytes
-    runtime.chmod(0o700)
-    try:
-        with ThreadPoolExecutor(max_workers=len(SESSIONS)) as pool:
-            futures = {name: pool.submit(replay_subprocess, name, bases[name], runtime)
-                       for name in SESSIONS}
-            return {name: future.result() for name, future in futures.items()}
-    finally:  # no hook server outlives the replays
-        problems = [p for base in bases.values() for p in stop_servers_of(base / "home")]
-        assert not problems, "\n".join(problems)
 
 
 def test_fixtures_cover_the_shapes_the_issue_names() -> None:
@@ -164,10 +125,8 @@ def test_in_process_replay_matches_expect(name: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", SESSIONS)
-def test_subprocess_replay_equals_in_process(
-    name: str, tmp_path: Path, via_subprocess: dict[str, dict[str, Any]]
-) -> None:
-    sub = via_subprocess[name]
+def test_subprocess_replay_equals_in_process(name: str, tmp_path: Path) -> None:
+    sub = replay_subprocess(name, tmp_path / "sub")
     assert not sub["problems"], f"{name}: `snapshotter hook` misbehaved: {sub['problems']}"
     assert not sub["log"], f"{name}: `snapshotter hook` logged failures: {sub['log']}"
     from_hooks = all_checkpoints(sub["root"], sub["data_dir"])

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import make_repo, write
+from builders import make_repo, write
 
 from snapshotter.cli.main import main as cli_main
 from snapshotter.errors import Conflict, NothingToDo, SnapshotterError

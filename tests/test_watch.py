@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import git, make_repo, write
+from builders import git, make_repo, write
 
 from snapshotter.engine import Engine
 from snapshotter.store import shadow as store_mod
