@@ -1,12 +1,17 @@
-"""The ``snapshot`` builtin and the controller a runtime holds on to (SPEC §4, §8)."""
+"""The ``snapshot`` builtin and the controller a runtime holds on to (SPEC §4, §8).
+
+``snapshotter hook`` imports this module once per event it handles itself, so
+only what capturing needs is imported here; the controller's history, the
+registry's models and retention are imported where they are used (issue 16.4).
+"""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from snapshotter import history, session_scope
+from snapshotter import session_scope
 from snapshotter.checkpoints import Recorder
 from snapshotter.config import (
     DEFAULT_MAX_FILES,
@@ -17,16 +22,13 @@ from snapshotter.config import (
 from snapshotter.engine import Engine, open_existing
 from snapshotter.errors import BadInput, NotAWorktree, NothingToDo, SnapshotterError
 from snapshotter.hooks import events as ev
-from snapshotter.hooks.events import HookInput, HookOutput
-from snapshotter.hooks.registry import HookDefinition, HooksConfig, Registry
 from snapshotter.logfile import append as log_failure
-from snapshotter.models import Checkpoint, RestoreReport
-from snapshotter.retention import (
-    DEFAULT_MAX_AGE_DAYS,
-    DEFAULT_MAX_CHECKPOINTS,
-    DEFAULT_MAX_STORE_BYTES,
-    Policy,
-)
+
+if TYPE_CHECKING:
+    from snapshotter.hooks.events import HookInput, HookOutput
+    from snapshotter.hooks.registry import HooksConfig, Registry
+    from snapshotter.models import Checkpoint, RestoreReport
+    from snapshotter.retention import Policy
 
 BUILTIN_NAME = "snapshot"
 AUTO_EVENTS = (ev.SESSION_START, ev.USER_PROMPT_SUBMIT, ev.TURN_START, ev.TURN_END,
@@ -117,6 +119,13 @@ def _int_option(options: dict[str, str], key: str) -> int:
 
 def retention_policy(options: dict[str, str]) -> Policy:
     """Retention from builtin args: max_age_days, max_checkpoints, max_store_size."""
+    from snapshotter.retention import (
+        DEFAULT_MAX_AGE_DAYS,
+        DEFAULT_MAX_CHECKPOINTS,
+        DEFAULT_MAX_STORE_BYTES,
+        Policy,
+    )
+
     try:
         return Policy(
             float(options.get("max_age_days", DEFAULT_MAX_AGE_DAYS)),
@@ -173,12 +182,16 @@ class SnapshotController:
 
     def _session(self, engine: Engine, session_id: str | None) -> str:
         """Explicit, else the last session this runtime saw here, else the newest."""
+        from snapshotter import history
+
         return history.resolve_session(
             engine.store, session_id, self.builtin.last_session.get(engine.root)
         )
 
     def list(self, cwd: str | os.PathLike[str], session_id: str | None = None,
              all_sessions: bool = False) -> list[Checkpoint]:
+        from snapshotter import history
+
         try:
             engine = self._engine(cwd)
         except NothingToDo:
@@ -195,12 +208,16 @@ class SnapshotController:
 
     def undo_last(self, cwd: str | os.PathLike[str], session_id: str | None = None, *,
                   force: bool = False, dry_run: bool = False) -> RestoreReport:
+        from snapshotter import history
+
         engine = self._engine(cwd)
         return history.undo_last(engine, self._session(engine, session_id), force=force,
                                  dry_run=dry_run)
 
     def redo(self, cwd: str | os.PathLike[str], session_id: str | None = None, *,
              force: bool = False, dry_run: bool = False) -> RestoreReport:
+        from snapshotter import history
+
         engine = self._engine(cwd)
         return history.redo(engine, self._session(engine, session_id), force=force,
                             dry_run=dry_run)
@@ -209,12 +226,16 @@ class SnapshotController:
               session_id: str | None = None, *, force: bool = False,
               dry_run: bool = False) -> RestoreReport:
         """Revert every checkpoint after ``keep``; ``keep=None`` goes back to the original."""
+        from snapshotter import history
+
         engine = self._engine(cwd)
         return history.reset(engine, self._session(engine, session_id), keep, force=force,
                              dry_run=dry_run)
 
     def auto_inject(self, config: HooksConfig | dict[str, Any] | None) -> HooksConfig:
         """Add the builtin where ``settings: snapshot: true`` would (idempotent)."""
+        from snapshotter.hooks.registry import HookDefinition, HooksConfig
+
         parsed = config if isinstance(config, HooksConfig) else HooksConfig.parse(config)
         if not self.builtin.enabled:
             return parsed
