@@ -20,7 +20,7 @@ import pytest
 from conftest import make_repo, write
 
 from snapshotter.engine import Engine
-from snapshotter.history import list_checkpoints
+from snapshotter.history.undo import list_checkpoints
 from snapshotter.hooks import client
 
 # Libraries a served hook never needs: the server has them loaded already.
@@ -28,11 +28,11 @@ HEAVY = ("click", "pydantic", "pydantic_core", "pygit2", "filelock", "xxhash")
 # Needed by a runtime's registry or by undo/redo/list, never to record a checkpoint.
 NOT_FOR_CAPTURE = (
     "click",
-    "snapshotter.cli",
+    "snapshotter.cli.main",
     "snapshotter.hooks.registry",
-    "snapshotter.history",
-    "snapshotter.journal",
-    "snapshotter.retention",
+    "snapshotter.history.undo",
+    "snapshotter.history.journal",
+    "snapshotter.history.retention",
 )
 # Models whose validators are built on first use; a hook never uses them.
 UNUSED_MODELS = (
@@ -44,7 +44,7 @@ UNUSED_MODELS = (
 # Runs the console script's entry, then reports what the process loaded.
 PROBE = """
 import json, sys
-from snapshotter.launcher import main
+from snapshotter.cli.launcher import main
 try:
     main(["--data-dir", sys.argv[1], "hook"])
 except SystemExit:
@@ -102,7 +102,7 @@ def test_an_event_the_builtin_ignores_loads_no_engine(tmp_path: Path, data_dir: 
     root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
     event = {"session_id": "s", "cwd": str(root), "hook_event_name": "notification"}
     found = probe(tmp_path, data_dir, event)
-    extra = loaded(found["modules"], ("pygit2", "snapshotter.hooks.builtin", "snapshotter.store"))
+    extra = loaded(found["modules"], ("pygit2", "snapshotter.hooks.builtin", "snapshotter.store.shadow"))
     assert not extra, f"an ignored event loaded the capture machinery: {extra}"
     assert not (data_dir / "snapshot").exists(), "an ignored event creates no store"
 
@@ -131,5 +131,5 @@ def test_a_served_hook_loads_no_heavy_library(
     found = probe(tmp_path, data_dir, {**base, "hook_event_name": "turn_end"})
     # Recorded, and not by this process (it never loaded the engine): the server did it.
     assert checkpoint_files(root, data_dir, "s") == [["a.txt"]], "the turn was recorded"
-    heavy = loaded(found["modules"], (*HEAVY, "snapshotter.hooks.builtin", "snapshotter.store"))
+    heavy = loaded(found["modules"], (*HEAVY, "snapshotter.hooks.builtin", "snapshotter.store.shadow"))
     assert not heavy, f"the served hook's client loaded {heavy}"

@@ -11,8 +11,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from snapshotter import session_scope
-from snapshotter.checkpoints import Recorder
+from snapshotter.history import sessions as session_scope
+from snapshotter.history.recorder import Recorder
 from snapshotter.config import (
     DEFAULT_MAX_FILES,
     DEFAULT_MAX_NEW_FILE_SIZE,
@@ -22,13 +22,13 @@ from snapshotter.config import (
 from snapshotter.engine import Engine, open_existing
 from snapshotter.errors import BadInput, NotAWorktree, NothingToDo, SnapshotterError
 from snapshotter.hooks import events as ev
-from snapshotter.logfile import append as log_failure
+from snapshotter.store.logfile import append as log_failure
 
 if TYPE_CHECKING:
     from snapshotter.hooks.events import HookInput, HookOutput
     from snapshotter.hooks.registry import HooksConfig, Registry
     from snapshotter.models import Checkpoint, RestoreReport
-    from snapshotter.retention import Policy
+    from snapshotter.history.retention import Policy
 
 BUILTIN_NAME = "snapshot"
 AUTO_EVENTS = (ev.SESSION_START, ev.USER_PROMPT_SUBMIT, ev.TURN_START, ev.TURN_END,
@@ -119,7 +119,7 @@ def _int_option(options: dict[str, str], key: str) -> int:
 
 def retention_policy(options: dict[str, str]) -> Policy:
     """Retention from builtin args: max_age_days, max_checkpoints, max_store_size."""
-    from snapshotter.retention import (
+    from snapshotter.history.retention import (
         DEFAULT_MAX_AGE_DAYS,
         DEFAULT_MAX_CHECKPOINTS,
         DEFAULT_MAX_STORE_BYTES,
@@ -182,7 +182,7 @@ class SnapshotController:
 
     def _session(self, engine: Engine, session_id: str | None) -> str:
         """Explicit, else the last session this runtime saw here, else the newest."""
-        from snapshotter import history
+        from snapshotter.history import undo as history
 
         return history.resolve_session(
             engine.store, session_id, self.builtin.last_session.get(engine.root)
@@ -190,7 +190,7 @@ class SnapshotController:
 
     def list(self, cwd: str | os.PathLike[str], session_id: str | None = None,
              all_sessions: bool = False) -> list[Checkpoint]:
-        from snapshotter import history
+        from snapshotter.history import undo as history
 
         try:
             engine = self._engine(cwd)
@@ -208,7 +208,7 @@ class SnapshotController:
 
     def undo_last(self, cwd: str | os.PathLike[str], session_id: str | None = None, *,
                   force: bool = False, dry_run: bool = False) -> RestoreReport:
-        from snapshotter import history
+        from snapshotter.history import undo as history
 
         engine = self._engine(cwd)
         return history.undo_last(engine, self._session(engine, session_id), force=force,
@@ -216,7 +216,7 @@ class SnapshotController:
 
     def redo(self, cwd: str | os.PathLike[str], session_id: str | None = None, *,
              force: bool = False, dry_run: bool = False) -> RestoreReport:
-        from snapshotter import history
+        from snapshotter.history import undo as history
 
         engine = self._engine(cwd)
         return history.redo(engine, self._session(engine, session_id), force=force,
@@ -226,7 +226,7 @@ class SnapshotController:
               session_id: str | None = None, *, force: bool = False,
               dry_run: bool = False) -> RestoreReport:
         """Revert every checkpoint after ``keep``; ``keep=None`` goes back to the original."""
-        from snapshotter import history
+        from snapshotter.history import undo as history
 
         engine = self._engine(cwd)
         return history.reset(engine, self._session(engine, session_id), keep, force=force,

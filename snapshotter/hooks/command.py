@@ -85,7 +85,7 @@ def run_request(raw: bytes, data_dir: Path, args: list[str]) -> str | None:
     try:
         _handle(raw, data_dir, args)
     except Exception as exc:  # the agent must never be blocked by us
-        from snapshotter.logfile import append
+        from snapshotter.store.logfile import append
 
         message = f"snapshotter hook: {type(exc).__name__}: {exc}"
         append(data_dir, message)
