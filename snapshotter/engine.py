@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Literal, overload
 from snapshotter.config import DEFAULT_MAX_FILES, DEFAULT_MAX_NEW_FILE_SIZE, data_dir
 from snapshotter.errors import NothingToDo, SnapshotterError
 from snapshotter.git.worktree import find_worktree
-from snapshotter.history import journal
+from snapshotter.history.records import restore_pending
 from snapshotter.store.shadow import Store, all_store_roots
 from snapshotter.store.workspace import Workspace
 
@@ -72,7 +72,7 @@ class Engine(Workspace):
         """
         worktree = find_worktree(directory)
         store = Store.open(data_dir(data_dir_path), worktree, create=create,
-                           recover=journal.recover)
+                           recover=_finish_restore)
         if store is None:
             return None
         return cls(worktree, store, max_new_file_size, max_files)
@@ -82,6 +82,15 @@ class Engine(Workspace):
         from snapshotter.history.maintenance import collect
 
         return collect(self, dry_run=dry_run, budget_s=budget_s)
+
+
+def _finish_restore(store: Store) -> None:
+    """Finish a restore a killed process left half done (the journal), if there is one;
+    decided from state.json's bytes, so a capture never loads the restore code."""
+    if restore_pending(store.root):
+        from snapshotter.history import journal
+
+        journal.recover(store)
 
 
 def open_existing(

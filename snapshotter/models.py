@@ -74,6 +74,8 @@ class Checkpoint(BaseModel):
 class RestoreReport(BaseModel):
     """What one undo, redo or reset did (the ``--json`` document)."""
 
+    model_config = ConfigDict(defer_build=True)  # never needed by ``snapshotter hook``
+
     checkpoint: list[int]
     restored: list[PathName]
     removed: list[PathName]

@@ -14,7 +14,6 @@ touched. Only the temp names the journal lists are ever removed (#13.4).
 from __future__ import annotations
 
 import contextlib
-from pathlib import Path
 
 from snapshotter.errors import StoreError
 from snapshotter.fileio import TEMP_PREFIX
@@ -56,8 +55,6 @@ def recover(store: Store) -> None:
     Never raises: a path that cannot be restored now is left as it is, and
     the journal is closed so that one bad path cannot block every later open.
     """
-    if not _journalled(store.root):
-        return  # the common case, decided without loading the state
     try:
         state = load(store)
     except StoreError:
@@ -103,15 +100,3 @@ def _add(total: restore_mod.RestoreResult, one: restore_mod.RestoreResult) -> No
     total.kept.extend(one.kept)
     total.failed.extend(one.failed)
 
-
-def _journalled(root: Path) -> bool:
-    """Whether state.json names a restore under way (read raw: no pydantic on every open).
-
-    ``"restoring": {`` can only be that key: quotes inside paths are escaped.
-    """
-    import re
-
-    try:
-        return re.search(rb'"restoring"\s*:\s*\{', (root / "state.json").read_bytes()) is not None
-    except OSError:
-        return False

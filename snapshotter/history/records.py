@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError
@@ -147,3 +148,16 @@ def editing(store: Store) -> Iterator[State]:
         state = load(store)
         yield state
         save(store, state)
+
+
+def restore_pending(root: Path) -> bool:
+    """Whether state.json names a restore under way (read raw: no pydantic on every open).
+
+    ``"restoring": {`` can only be that key: quotes inside paths are escaped.
+    """
+    import re
+
+    try:
+        return re.search(rb'"restoring"\s*:\s*\{', (root / "state.json").read_bytes()) is not None
+    except OSError:
+        return False

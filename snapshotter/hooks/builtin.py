@@ -1,31 +1,34 @@
-"""The ``snapshot`` builtin and the controller a runtime holds on to (SPEC §4, §8)."""
+"""The ``snapshot`` builtin and the controller a runtime holds on to (SPEC §4, §8).
+
+``snapshotter hook`` imports this module once per event it handles itself, so
+only what capturing needs is imported here; the controller's history, the
+registry's models and retention are imported where they are used (issue 16.4).
+"""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from snapshotter.config import (
-    DEFAULT_MAX_AGE_DAYS,
-    DEFAULT_MAX_CHECKPOINTS,
     DEFAULT_MAX_FILES,
     DEFAULT_MAX_NEW_FILE_SIZE,
-    DEFAULT_MAX_STORE_BYTES,
     data_dir,
     parse_size,
 )
 from snapshotter.engine import Engine, open_existing
 from snapshotter.errors import BadInput, NotAWorktree, NothingToDo, SnapshotterError
 from snapshotter.history import sessions as session_scope
-from snapshotter.history import undo as history
 from snapshotter.history.recorder import Recorder
-from snapshotter.history.retention import Policy
 from snapshotter.hooks import events as ev
-from snapshotter.hooks.events import HookInput, HookOutput
-from snapshotter.hooks.registry import HookDefinition, HooksConfig, Registry
-from snapshotter.models import Checkpoint, RestoreReport
 from snapshotter.store.logfile import append as log_failure
+
+if TYPE_CHECKING:
+    from snapshotter.history.retention import Policy
+    from snapshotter.hooks.events import HookInput, HookOutput
+    from snapshotter.hooks.registry import HooksConfig, Registry
+    from snapshotter.models import Checkpoint, RestoreReport
 
 BUILTIN_NAME = "snapshot"
 AUTO_EVENTS = (ev.SESSION_START, ev.USER_PROMPT_SUBMIT, ev.TURN_START, ev.TURN_END,
@@ -116,6 +119,13 @@ def _int_option(options: dict[str, str], key: str) -> int:
 
 def retention_policy(options: dict[str, str]) -> Policy:
     """Retention from builtin args: max_age_days, max_checkpoints, max_store_size."""
+    from snapshotter.config import (
+        DEFAULT_MAX_AGE_DAYS,
+        DEFAULT_MAX_CHECKPOINTS,
+        DEFAULT_MAX_STORE_BYTES,
+    )
+    from snapshotter.history.retention import Policy
+
     try:
         return Policy(
             float(options.get("max_age_days", DEFAULT_MAX_AGE_DAYS)),
@@ -172,12 +182,16 @@ class SnapshotController:
 
     def _session(self, engine: Engine, session_id: str | None) -> str:
         """Explicit, else the last session this runtime saw here, else the newest."""
+        from snapshotter.history import undo as history
+
         return history.resolve_session(
             engine.store, session_id, self.builtin.last_session.get(engine.root)
         )
 
     def list(self, cwd: str | os.PathLike[str], session_id: str | None = None,
              all_sessions: bool = False) -> list[Checkpoint]:
+        from snapshotter.history import undo as history
+
         try:
             engine = self._engine(cwd)
         except NothingToDo:
@@ -194,12 +208,16 @@ class SnapshotController:
 
     def undo_last(self, cwd: str | os.PathLike[str], session_id: str | None = None, *,
                   force: bool = False, dry_run: bool = False) -> RestoreReport:
+        from snapshotter.history import undo as history
+
         engine = self._engine(cwd)
         return history.undo_last(engine, self._session(engine, session_id), force=force,
                                  dry_run=dry_run)
 
     def redo(self, cwd: str | os.PathLike[str], session_id: str | None = None, *,
              force: bool = False, dry_run: bool = False) -> RestoreReport:
+        from snapshotter.history import undo as history
+
         engine = self._engine(cwd)
         return history.redo(engine, self._session(engine, session_id), force=force,
                             dry_run=dry_run)
@@ -208,12 +226,16 @@ class SnapshotController:
               session_id: str | None = None, *, force: bool = False,
               dry_run: bool = False) -> RestoreReport:
         """Revert every checkpoint after ``keep``; ``keep=None`` goes back to the original."""
+        from snapshotter.history import undo as history
+
         engine = self._engine(cwd)
         return history.reset(engine, self._session(engine, session_id), keep, force=force,
                              dry_run=dry_run)
 
     def auto_inject(self, config: HooksConfig | dict[str, Any] | None) -> HooksConfig:
         """Add the builtin where ``settings: snapshot: true`` would (idempotent)."""
+        from snapshotter.hooks.registry import HookDefinition, HooksConfig
+
         parsed = config if isinstance(config, HooksConfig) else HooksConfig.parse(config)
         if not self.builtin.enabled:
             return parsed

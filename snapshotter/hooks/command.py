@@ -108,7 +108,6 @@ def _handle(raw: bytes, data_dir: Path, args: list[str]) -> None:
         raise BadInput("hook input must be a JSON object")
     from pydantic import ValidationError
 
-    from snapshotter.hooks.builtin import SnapshotBuiltin
     from snapshotter.hooks.events import SNAPSHOT_EVENTS, HookInput
 
     try:
@@ -116,7 +115,9 @@ def _handle(raw: bytes, data_dir: Path, args: list[str]) -> None:
     except ValidationError as exc:
         raise BadInput(f"hook input has wrong types: {_fields(exc)}") from exc
     if hook_input.event not in SNAPSHOT_EVENTS:
-        return
+        return  # before the builtin's imports: an event we ignore costs no more
+    from snapshotter.hooks.builtin import SnapshotBuiltin
+
     SnapshotBuiltin(data_dir_path=data_dir).handle(hook_input, args)
 
 

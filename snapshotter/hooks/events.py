@@ -136,8 +136,12 @@ class HookInput(BaseModel):
         ]
 
 
+# Answers are read only by a runtime's executor (registry.py), never by
+# ``snapshotter hook``: their validators are built on first use (issue 16.4).
+
+
 class HookSpecificOutput(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     hook_event_name: str = ""
     permission_decision: str = ""
@@ -149,7 +153,7 @@ class HookSpecificOutput(BaseModel):
 class HookOutput(BaseModel):
     """What a hook may answer; the snapshot builtin answers nothing."""
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    model_config = ConfigDict(extra="allow", populate_by_name=True, defer_build=True)
 
     continue_: bool | None = Field(default=None, alias="continue")  # a Python keyword
     stop_reason: str = ""
