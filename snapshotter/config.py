@@ -15,7 +15,7 @@ DEFAULT_MAX_AGE_DAYS = 30.0
 DEFAULT_MAX_CHECKPOINTS = 1000
 DEFAULT_MAX_STORE_BYTES = 1024**3
 # No cap on a worktree's files by default: Chromium-sized trees are projects
-# too. A home directory captured by mistake is refused another way (scan.py's
+# too. A home directory captured by mistake is refused another way (walk.py's
 # guard); an explicit cap replaces that guard.
 DEFAULT_MAX_FILES: int | None = None
 _UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 1000**2, "mb": 1000**2,

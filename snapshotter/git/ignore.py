@@ -4,7 +4,7 @@ Git decides an untracked path by the most specific source that has a matching
 pattern: the deepest ``.gitignore`` first, then ``$GIT_DIR/info/exclude``, then
 ``core.excludesFile``; inside one source the last matching pattern wins. A
 directory that is excluded is never entered, so nothing below it can be
-re-included; the walker in ``scan.py`` gets that by pruning.
+re-included; the walker in ``walk.py`` gets that by pruning.
 
 The semantics followed are git 2.52's: since git commit 1940a02dc1
 ("match_pathname(): give fnmatch one char of prefix context"), a pattern with
@@ -50,7 +50,7 @@ _BOM = b"\xef\xbb\xbf"
 _SLASH, _BACKSLASH, _STAR = ord("/"), ord("\\"), ord("*")
 # git refuses pattern files above this size ("ignoring excessively large pattern file").
 MAX_RULE_FILE_BYTES = 100 * 1024 * 1024
-GIT_SEMANTICS_VERSION = "2.52"  # the git release whose ignore semantics ignore.py follows
+GIT_SEMANTICS_VERSION = "2.52"  # the git release whose ignore semantics git/ignore.py follows
 
 
 def read_rule_file(

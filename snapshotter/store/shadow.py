@@ -191,7 +191,7 @@ class Store:
     ) -> Capture:
         """Snapshot the worktree's scope; raises CaptureFailed rather than go stale.
 
-        ``guard`` refuses what looks like a home directory (scan.py); a
+        ``guard`` refuses what looks like a home directory (walk.py); a
         restore's safety capture turns it off: the way back is never refused.
         """
         with self.locked():
@@ -404,7 +404,7 @@ class Store:
     def _bulk(self, stale: Sequence[tuple[str, Stat, object]]) -> dict[str, bytes]:
         """Blob ids for many files at once, written as one pack, not loose objects.
 
-        (Files the source index vouches for never get here: seed.py takes their
+        (Files the source index vouches for never get here: seeding.py takes their
         ids from it and hard-links the source's objects, which neither reads
         nor inflates anything; copying packed source objects cost more than
         reading the files.)

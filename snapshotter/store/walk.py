@@ -3,7 +3,7 @@
 The walk mirrors git: tracked paths always count, untracked ones unless an
 ignore rule drops them, ignored directories are not entered (unless they hold
 tracked files), nested repositories start their own rules, and every ``.git``
-is left out. No file content is read here; ``store.py`` hashes what changed.
+is left out. No file content is read here; ``shadow.py`` hashes what changed.
 """
 
 from __future__ import annotations
