@@ -276,7 +276,8 @@ def read_entries(data: bytes, oid_size: int = SHA1_SIZE) -> list[IndexEntry] | N
             (extended,) = struct.unpack_from(">H", data, pos)
             pos += 2
         previous, offset = _name(data, version, offset, pos, previous)
-        entries.append(IndexEntry._make((os.fsdecode(previous), *fields, extended)))
+        name = previous.decode(_FS_ENCODING, _FS_ERRORS)  # os.fsdecode, faster
+        entries.append(IndexEntry._make((name, *fields, extended)))
     if _SPLIT_INDEX in _extensions(data, offset, oid_size):
         return None
     return entries
