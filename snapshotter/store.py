@@ -261,7 +261,7 @@ class Store:
                 entries[rel] = prior
             else:
                 stale.append((rel, st, prior))
-        known = self._many_ids(stale, result.entries)
+        known = self._many_ids(stale)
         loose = old.loose
         for rel, st, prior in stale:
             oid = known.get(rel)
@@ -325,15 +325,13 @@ class Store:
                     excluded=excluded, index_cache=self.root / "source-index.cache",
                     max_files=max_files, on_dir=on_dir, guard=guard)
 
-    def _many_ids(self, stale: Sequence[tuple[str, Stat, object]],
-                  scanned: Collection[str]) -> dict[str, bytes]:
+    def _many_ids(self, stale: Sequence[tuple[str, Stat, object]]) -> dict[str, bytes]:
         """Blob ids for a large batch: from the source index where git vouches, else packed."""
         if len(stale) < BULK_MIN_FILES:
             return {}
         from snapshotter.seed import seed
 
-        known = seed(self.root / "git", self.worktree,
-                     {rel: st for rel, st, _prior in stale}, scanned)
+        known = seed(self.root / "git", self.worktree, {rel: st for rel, st, _prior in stale})
         self.reopen()
         rest = [item for item in stale if item[0] not in known]
         if len(rest) >= BULK_MIN_FILES:
