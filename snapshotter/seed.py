@@ -74,15 +74,27 @@ def _seed(store_git_dir: Path, worktree: Worktree, stale: Mapping[str, Stat]) ->
 
 
 def _read_index(index_file: Path) -> tuple[list[IndexEntry], int] | None:
-    """The entries and mtime (seconds, 32 bits) of one version of the index (git renames it in)."""
+    """The entries and mtime (seconds, 32 bits) of one version of the index (git renames it in).
+
+    A split index's shared entries were last checked before their shared
+    index was written: the older of the two files decides what is racy.
+    """
     try:
         with open(index_file, "rb") as f:
             mtime = os.fstat(f.fileno()).st_mtime_ns
             data = f.read()
     except OSError:
         return None
-    entries = gitindex.read_entries(data)
-    return None if entries is None else (entries, (mtime // _NS) & _U32)
+    found = gitindex.read_split_entries(data, git_dir=index_file.parent)
+    if found is None:
+        return None
+    entries, shared = found
+    if shared is not None:
+        try:
+            mtime = min(mtime, os.stat(shared).st_mtime_ns)
+        except OSError:
+            return None
+    return entries, (mtime // _NS) & _U32
 
 
 def trusted_ids(

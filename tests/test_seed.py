@@ -379,7 +379,37 @@ def test_flagged_entries_are_never_trusted(tmp_path: Path) -> None:
     v4 = gitindex.read_entries(index.read_bytes())
     assert v4 is not None and [(e.path, e.oid) for e in v4] == [(e.path, e.oid) for e in entries]
     git(root, "update-index", "--split-index")
-    assert gitindex.read_entries(index.read_bytes()) is None, "a split index is not trusted"
+    split = index.read_bytes()
+    assert gitindex.read_entries(split) is None, "a split index needs its shared index"
+    merged = gitindex.read_entries(split, git_dir=root / ".git")
+    assert merged is not None and sorted(merged) == sorted(v4), "the same entries, split"
+
+
+def test_a_split_index_is_seeded_from_both_of_its_files(
+    tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = committed(tmp_path / "repo")
+    git(root, "config", "core.splitIndex", "true")
+    git(root, "config", "splitIndex.maxPercentChange", "100")  # keep it split
+    git(root, "update-index", "--split-index")
+    write(root, "src/d1/f1.txt", "replaced in the split file\n")
+    write(root, "added.txt", "only in the split file\n")
+    git(root, "add", "src/d1/f1.txt", "added.txt")
+    git(root, "rm", "-q", "src/d2/f2.txt")  # deleted from the shared entries
+    data = index_file(root).read_bytes()
+    assert b"link" in data and list((root / ".git").glob("sharedindex.*")), "the index is split"
+    entries = gitindex.read_entries(data, git_dir=root / ".git")
+    assert entries is not None
+    listed = git(root, "ls-files", "-s").splitlines()
+    assert [f"{e.mode:o} {e.oid.hex()} {e.stage}\t{e.path}"
+            for e in sorted(entries, key=lambda e: e.path)] == listed, "the entries git lists"
+
+    engine = open_engine(root, data_dir)
+    tree = engine.capture().tree
+    how = stored(engine, tree)
+    assert len(how) == FILES and set(how.values()) == {"seeded"}, "every file seeded"
+    assert tree == git(root, "write-tree").strip(), "git's own tree of the index"
+    assert tree == hashed_tree(root, tmp_path / "data2", monkeypatch)
 
 
 # -- content conversion --------------------------------------------------------------
