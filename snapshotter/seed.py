@@ -318,6 +318,17 @@ def link_objects(src_objects: Path, dst_objects: Path, wanted: set[bytes]) -> se
     return missing
 
 
+def link_packs(src_objects: Path, dst_objects: Path, wanted: set[bytes]) -> set[bytes]:
+    """Hard-link each source pack holding one of ``wanted``; the ids those packs hold.
+
+    For a store whose seeded loose objects the source has since packed and
+    pruned (its ``gc --auto`` after a big commit): they are the store's own
+    copies now, which the source's pack would share again once linked.
+    """
+    left = _link_packs(src_objects / "pack", dst_objects / "pack", set(wanted), set())
+    return wanted - left
+
+
 def _link_packs(src_dir: Path, dst_dir: Path, missing: set[bytes], seen: set[Path]) -> set[bytes]:
     """Link each pack (newest first, not yet tried) holding a missing id; the ids left."""
     for idx in _packs_newest_first(src_dir):

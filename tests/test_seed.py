@@ -593,6 +593,31 @@ def reachable(store: Store, trees: set[str] | None = None) -> set[str]:
     return conftest_reachable(store.root / "git", trees)
 
 
+def test_loose_objects_the_source_packed_since_can_be_shared_again(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    """The source's ``gc --auto`` packs and prunes the loose objects we linked: ours are
+    then the only copies, until the pack that holds them is linked instead."""
+    root = committed(tmp_path / "repo")
+    engine = open_engine(root, data_dir)
+    tree = engine.capture().tree
+    assert len(shared(engine.store)) == FILES, "seeded: each loose object hard-linked"
+    git(root, "repack", "-adq")
+    git(root, "prune-packed")
+    assert shared(engine.store) == [] and own_bytes(engine.store) > 0, "ours alone now"
+
+    objects = engine.store.root / "git" / "objects"
+    ours = {p.parent.name + p.name for p in objects.glob("??/*")}
+    held = seed_mod.link_packs(root / ".git" / "objects", objects,
+                               {bytes.fromhex(oid) for oid in ours})
+    assert {oid.hex() for oid in held} == ours, "the source's new pack holds every one"
+    src_pack = next((root / ".git" / "objects" / "pack").glob("pack-*.pack"))
+    assert (objects / "pack" / src_pack.name).stat().st_ino == src_pack.stat().st_ino
+    for path in objects.glob("??/*"):
+        path.unlink()  # what a gc would drop, under the store lock
+    assert reachable(open_engine(root, data_dir).store, {tree}), "every object reads back"
+
+
 # -- the pack index reader ---------------------------------------------------------------
 
 
