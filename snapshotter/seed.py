@@ -28,11 +28,11 @@ import zlib
 from collections.abc import Collection, Mapping
 from pathlib import Path
 
-from snapshotter import attributes, gitindex, packwriter
-from snapshotter.gitindex import ASSUME_VALID, INTENT_TO_ADD, SKIP_WORKTREE, IndexEntry
-from snapshotter.ignore import read_rule_file
-from snapshotter.scan import MODE_LINK, Stat
-from snapshotter.worktree import Worktree, config_bool, config_value
+from snapshotter.git import attributes, index as gitindex, packs as packwriter
+from snapshotter.git.index import ASSUME_VALID, INTENT_TO_ADD, SKIP_WORKTREE, IndexEntry
+from snapshotter.git.ignore import read_rule_file
+from snapshotter.store.walk import MODE_LINK, Stat
+from snapshotter.git.worktree import Worktree, config_bool, config_value
 
 EMPTY_BLOB = bytes.fromhex("e69de29bb2d1d6434b8b29ae775ad8c2e48c5391")
 _STAGES = 0x3000

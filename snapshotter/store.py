@@ -19,13 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from snapshotter import manifest as manifest_io
-from snapshotter import packwriter, treebuild, watch
+from snapshotter.store import stat_cache as manifest_io
+from snapshotter.git import packs as packwriter, trees as treebuild
+from snapshotter.store import watch
 from snapshotter.errors import CaptureFailed, NotAProject, Refused, StoreError, TooManyFiles
 from snapshotter.fileio import remove_temp_files, write_atomic
-from snapshotter.ignore import global_excludes_file
-from snapshotter.scan import MODE_FILE, MODE_LINK, ScanResult, Skip, Stat, git_mode, rescan, scan
-from snapshotter.worktree import Worktree, config_files, config_value
+from snapshotter.git.ignore import global_excludes_file
+from snapshotter.store.walk import MODE_FILE, MODE_LINK, ScanResult, Skip, Stat, git_mode, rescan, scan
+from snapshotter.git.worktree import Worktree, config_files, config_value
 
 if TYPE_CHECKING:
     import filelock
@@ -173,7 +174,7 @@ class Store:
         remove_temp_files(self.root)
         packwriter.clean_pack_dir(self.root / "git" / "objects" / "pack")
         if _journalled(self.root):
-            from snapshotter import journal
+            from snapshotter.history import journal
 
             journal.recover(self)
 
@@ -329,7 +330,7 @@ class Store:
         """Blob ids for a large batch: from the source index where git vouches, else packed."""
         if len(stale) < BULK_MIN_FILES:
             return {}
-        from snapshotter.seed import seed
+        from snapshotter.store.seeding import seed
 
         known = seed(self.root / "git", self.worktree, {rel: st for rel, st, _prior in stale})
         self.reopen()

@@ -21,14 +21,15 @@ from conftest import git, make_repo, write
 from conftest import reachable as conftest_reachable
 
 from snapshotter import gc as gc_mod
-from snapshotter import gitindex, history, packwriter
-from snapshotter import manifest as manifest_io
-from snapshotter import seed as seed_mod
-from snapshotter.checkpoints import Recorder
+from snapshotter.git import index as gitindex, packs as packwriter
+from snapshotter.history import undo as history
+from snapshotter.store import stat_cache as manifest_io
+from snapshotter.store import seeding as seed_mod
+from snapshotter.history.recorder import Recorder
 from snapshotter.engine import Engine
-from snapshotter.scan import Stat, git_mode
-from snapshotter.state import load
-from snapshotter.store import BULK_MIN_FILES, Store
+from snapshotter.store.walk import Stat, git_mode
+from snapshotter.history.records import load
+from snapshotter.store.shadow import BULK_MIN_FILES, Store
 
 FILES = 80
 assert FILES >= BULK_MIN_FILES, "enough stale files for seeding to be tried"

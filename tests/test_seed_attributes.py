@@ -17,8 +17,8 @@ import pytest
 from conftest import git, make_repo, write
 from test_seed import blob_at, hashed_tree, index_file, open_engine, settle, stored
 
-from snapshotter import gitindex
-from snapshotter.attributes import AttributeRules, State
+from snapshotter.git import index as gitindex
+from snapshotter.git.attributes import AttributeRules, State
 
 # -- the matcher against git check-attr ----------------------------------------------
 

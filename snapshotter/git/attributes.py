@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
-from snapshotter.ignore import Pattern, compile_pattern
+from snapshotter.git.ignore import Pattern, compile_pattern
 
 State = bool | str | None  # True: set, False: unset (-a), None: unspecified (!a), or a value
 _BLANK = b" \t\r\n"
