@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import pygit2
 import pytest
 from conftest import git, make_repo, write
 from conftest import reachable as conftest_reachable
@@ -108,6 +109,49 @@ def own_bytes(store: Store) -> int:
     objects = store.root / "git" / "objects"
     return sum(p.stat().st_size for p in objects.rglob("*")
                if p.is_file() and p.stat().st_nlink == 1)
+
+
+def object_ids(store: Store) -> tuple[set[str], set[str]]:
+    """(ids in object files shared with the source, ids in the store's own files).
+
+    Loose objects by their name; packs by their index, shared when the
+    ``.pack`` has another link.
+    """
+    objects = store.root / "git" / "objects"
+    linked: set[str] = set()
+    own: set[str] = set()
+    for path in objects.rglob("*"):
+        if path.parent.parent == objects and len(path.parent.name) == 2:
+            ids, is_shared = {path.parent.name + path.name}, path.stat().st_nlink > 1
+        elif path.parent.name == "pack" and path.suffix == ".idx":
+            index = packwriter.read_pack_index(path)
+            assert index is not None, f"{path} is a pack index we read"
+            ids = {oid.hex() for oid in index.names()}
+            is_shared = path.with_suffix(".pack").stat().st_nlink > 1
+        else:
+            continue
+        (linked if is_shared else own).update(ids)
+    return linked, own
+
+
+def stored(engine: Engine, tree: str) -> dict[str, str]:
+    """Each file of the snapshot: "seeded" (its blob only in files shared with the
+    source) or "hashed" (the store wrote the blob itself)."""
+    linked, own = object_ids(engine.store)
+    repo = pygit2.Repository(str(engine.store.root / "git"))
+    found: dict[str, str] = {}
+    stack: list[tuple[str, pygit2.Tree]] = [("", repo[tree].peel(pygit2.Tree))]
+    while stack:
+        prefix, node = stack.pop()
+        for item in node:
+            rel = f"{prefix}{item.name}"
+            if isinstance(item, pygit2.Tree):
+                stack.append((f"{rel}/", item))
+                continue
+            oid = str(item.id)
+            assert oid in linked | own, f"{rel}: blob {oid} is in the store"
+            found[rel] = "hashed" if oid in own else "seeded"
+    return found
 
 
 def blob_at(engine: Engine, tree: str, rel: str) -> bytes:
@@ -339,13 +383,43 @@ def test_flagged_entries_are_never_trusted(tmp_path: Path) -> None:
     v4 = gitindex.read_entries(index.read_bytes())
     assert v4 is not None and [(e.path, e.oid) for e in v4] == [(e.path, e.oid) for e in entries]
     git(root, "update-index", "--split-index")
-    assert gitindex.read_entries(index.read_bytes()) is None, "a split index is not trusted"
+    split = index.read_bytes()
+    assert gitindex.read_entries(split) is None, "a split index needs its shared index"
+    merged = gitindex.read_entries(split, git_dir=root / ".git")
+    assert merged is not None and sorted(merged) == sorted(v4), "the same entries, split"
+
+
+def test_a_split_index_is_seeded_from_both_of_its_files(
+    tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = committed(tmp_path / "repo")
+    git(root, "config", "core.splitIndex", "true")
+    git(root, "config", "splitIndex.maxPercentChange", "100")  # keep it split
+    git(root, "update-index", "--split-index")
+    write(root, "src/d1/f1.txt", "replaced in the split file\n")
+    write(root, "added.txt", "only in the split file\n")
+    git(root, "add", "src/d1/f1.txt", "added.txt")
+    git(root, "rm", "-q", "src/d2/f2.txt")  # deleted from the shared entries
+    data = index_file(root).read_bytes()
+    assert b"link" in data and list((root / ".git").glob("sharedindex.*")), "the index is split"
+    entries = gitindex.read_entries(data, git_dir=root / ".git")
+    assert entries is not None
+    listed = git(root, "ls-files", "-s").splitlines()
+    assert [f"{e.mode:o} {e.oid.hex()} {e.stage}\t{e.path}"
+            for e in sorted(entries, key=lambda e: e.path)] == listed, "the entries git lists"
+
+    engine = open_engine(root, data_dir)
+    tree = engine.capture().tree
+    how = stored(engine, tree)
+    assert len(how) == FILES and set(how.values()) == {"seeded"}, "every file seeded"
+    assert tree == git(root, "write-tree").strip(), "git's own tree of the index"
+    assert tree == hashed_tree(root, tmp_path / "data2", monkeypatch)
 
 
 # -- content conversion --------------------------------------------------------------
 
 
-def test_gitattributes_text_auto_keeps_crlf_bytes(
+def test_gitattributes_text_auto_hashes_only_the_file_it_converted(
     tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     crlf = b"one\r\ntwo\r\n"
@@ -354,18 +428,26 @@ def test_gitattributes_text_auto_keeps_crlf_bytes(
     engine = open_engine(root, data_dir)
     tree = engine.capture().tree
     assert blob_at(engine, tree, "crlf.txt") == crlf, "the snapshot holds the file's bytes"
-    assert shared(engine.store) == [], "nothing is seeded where attributes may convert"
+    how = stored(engine, tree)
+    assert how.pop("crlf.txt") == "hashed", "its blob (LF) is shorter than the file"
+    assert set(how.values()) == {"seeded"}, "every file git stored as it is was seeded"
     assert tree == hashed_tree(root, tmp_path / "data2", monkeypatch)
 
 
-def test_an_untracked_gitattributes_anywhere_stops_seeding(
-    tmp_path: Path, data_dir: Path, reads: list[str]
+def test_an_untracked_gitattributes_hashes_only_the_paths_it_applies_to(
+    tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = committed(tmp_path / "repo")
     write(root, "src/d3/.gitattributes", "*.txt ident\n")
     engine = open_engine(root, data_dir)
-    engine.capture()
-    assert shared(engine.store) == [] and len(reads) == FILES + 1
+    tree = engine.capture().tree
+    how = stored(engine, tree)
+    below = {rel for rel in how if rel.startswith("src/d3/")}
+    assert len(below) > 5 and {how[rel] for rel in below} == {"hashed"}, (
+        "an ident attribute may have changed what git stored: hashed"
+    )
+    assert {how[rel] for rel in set(how) - below} == {"seeded"}, "the others are seeded"
+    assert tree == hashed_tree(root, tmp_path / "data2", monkeypatch)
 
 
 def test_a_conversion_from_an_old_config_is_caught_by_the_blob_size(
@@ -516,6 +598,31 @@ def reachable(store: Store, trees: set[str] | None = None) -> set[str]:
         trees = load(store).live_trees() | {manifest_io.load(store.root / "manifest").tree or ""}
         trees.discard("")
     return conftest_reachable(store.root / "git", trees)
+
+
+def test_loose_objects_the_source_packed_since_can_be_shared_again(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    """The source's ``gc --auto`` packs and prunes the loose objects we linked: ours are
+    then the only copies, until the pack that holds them is linked instead."""
+    root = committed(tmp_path / "repo")
+    engine = open_engine(root, data_dir)
+    tree = engine.capture().tree
+    assert len(shared(engine.store)) == FILES, "seeded: each loose object hard-linked"
+    git(root, "repack", "-adq")
+    git(root, "prune-packed")
+    assert shared(engine.store) == [] and own_bytes(engine.store) > 0, "ours alone now"
+
+    objects = engine.store.root / "git" / "objects"
+    ours = {p.parent.name + p.name for p in objects.glob("??/*")}
+    held = seed_mod.link_packs(root / ".git" / "objects", objects,
+                               {bytes.fromhex(oid) for oid in ours})
+    assert {oid.hex() for oid in held} == ours, "the source's new pack holds every one"
+    src_pack = next((root / ".git" / "objects" / "pack").glob("pack-*.pack"))
+    assert (objects / "pack" / src_pack.name).stat().st_ino == src_pack.stat().st_ino
+    for path in objects.glob("??/*"):
+        path.unlink()  # what a gc would drop, under the store lock
+    assert reachable(open_engine(root, data_dir).store, {tree}), "every object reads back"
 
 
 # -- the pack index reader ---------------------------------------------------------------

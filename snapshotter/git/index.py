@@ -20,8 +20,9 @@ import marshal
 import os
 import struct
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from snapshotter.fileio import write_atomic
 
@@ -120,13 +121,9 @@ def _entries(data: bytes, oid_size: int) -> tuple[list[tuple[bytes, int]], int] 
 def _with_shared_index(
     link: bytes, own: list[tuple[bytes, int]], oid_size: int, git_dir: Path | None
 ) -> list[tuple[bytes, int]] | None:
-    """A split index's entries merged into its shared index's, as git merges them.
+    """A split index's (name, mode) entries merged into its shared index's.
 
-    The ``link`` extension names the shared index and holds two EWAH bitmaps
-    over its entries: those deleted, and those replaced by this file's first
-    entries, in order (a replacement with an empty name keeps the shared
-    name). This file's remaining entries are added. None when the shared
-    index cannot be read.
+    None when the shared index cannot be read.
     """
     base = link[:oid_size]
     if base == bytes(oid_size):
@@ -140,7 +137,23 @@ def _with_shared_index(
     shared = _entries(shared_data, oid_size)
     if shared is None:
         return None
-    merged = list(shared[0])
+    return _merge_split(link, own, shared[0], oid_size,
+                        lambda new, old: new if new[0] else (old[0], new[1]))
+
+
+_T = TypeVar("_T")
+
+
+def _merge_split(link: bytes, own: list[_T], shared: list[_T], oid_size: int,
+                 replace: Callable[[_T, _T], _T]) -> list[_T]:
+    """A split index's entries merged into its shared index's, as git merges them.
+
+    The ``link`` extension names the shared index and holds two EWAH bitmaps
+    over its entries: those deleted, and those replaced by this file's first
+    entries, in order (``replace(new, old)``: a replacement with an empty
+    name keeps the shared name). This file's remaining entries are added.
+    """
+    merged = list(shared)
     deleted: list[int] = []
     replaced: list[int] = []
     if len(link) > oid_size:
@@ -149,8 +162,7 @@ def _with_shared_index(
     if len(replaced) > len(own) or any(pos >= len(merged) for pos in (*deleted, *replaced)):
         raise ValueError("link extension does not fit its shared index")
     for k, pos in enumerate(replaced):
-        name, mode = own[k]
-        merged[pos] = (name or merged[pos][0], mode)
+        merged[pos] = replace(own[k], merged[pos])
     gone = set(deleted)
     return [e for i, e in enumerate(merged) if i not in gone] + own[len(replaced) :]
 
@@ -247,12 +259,46 @@ class IndexEntry(NamedTuple):
         return bool(self.extended & INTENT_TO_ADD)
 
 
-def read_entries(data: bytes, oid_size: int = SHA1_SIZE) -> list[IndexEntry] | None:
+def read_entries(
+    data: bytes, oid_size: int = SHA1_SIZE, git_dir: Path | None = None
+) -> list[IndexEntry] | None:
     """Every entry of an index file's bytes; None when they cannot be fully trusted.
 
-    None for a bad checksum, a version other than 2-4, or a split index
-    (its ``link`` extension means some entries live in another file).
+    None for a bad checksum or a version other than 2-4. A split index
+    (``core.splitIndex``) is merged with its shared index, read from
+    ``git_dir`` and checked the same way; None without ``git_dir``.
     """
+    found = read_split_entries(data, oid_size, git_dir)
+    return None if found is None else found[0]
+
+
+def read_split_entries(
+    data: bytes, oid_size: int = SHA1_SIZE, git_dir: Path | None = None
+) -> tuple[list[IndexEntry], Path | None] | None:
+    """``read_entries``, and the shared index file the entries were merged with (if any)."""
+    parsed = _full_entries(data, oid_size)
+    if parsed is None:
+        return None
+    own, end = parsed
+    link = _extensions(data, end, oid_size).get(_SPLIT_INDEX)
+    if link is None or link[:oid_size] == bytes(oid_size):
+        return own, None
+    if git_dir is None:
+        return None
+    shared_file = git_dir / f"sharedindex.{link[:oid_size].hex()}"
+    try:
+        shared = _full_entries(shared_file.read_bytes(), oid_size)
+        if shared is None:
+            return None
+        merged = _merge_split(link, own, shared[0], oid_size,
+                              lambda new, old: new if new.path else new._replace(path=old.path))
+    except (OSError, ValueError, struct.error, IndexError):
+        return None
+    return merged, shared_file
+
+
+def _full_entries(data: bytes, oid_size: int) -> tuple[list[IndexEntry], int] | None:
+    """Every entry of one index file, checksum checked, and where its extensions start."""
     if len(data) < _HEADER.size + oid_size:
         return None
     trailer = data[-oid_size:]
@@ -276,10 +322,9 @@ def read_entries(data: bytes, oid_size: int = SHA1_SIZE) -> list[IndexEntry] | N
             (extended,) = struct.unpack_from(">H", data, pos)
             pos += 2
         previous, offset = _name(data, version, offset, pos, previous)
-        entries.append(IndexEntry._make((os.fsdecode(previous), *fields, extended)))
-    if _SPLIT_INDEX in _extensions(data, offset, oid_size):
-        return None
-    return entries
+        name = previous.decode(_FS_ENCODING, _FS_ERRORS)  # os.fsdecode, faster
+        entries.append(IndexEntry._make((name, *fields, extended)))
+    return entries, offset
 
 
 def _extensions(data: bytes, offset: int, oid_size: int) -> dict[bytes, bytes]:

@@ -276,7 +276,7 @@ class Store:
                     ) -> tuple[dict[str, stat_cache.Entry], int]:
         """Blob ids for the files whose stat data moved: seeded or packed in bulk,
         else one by one. Adds them to ``entries``; (what changed, loose objects written)."""
-        known = self._many_ids(stale, result.entries)
+        known = self._many_ids(stale)
         changed: dict[str, stat_cache.Entry] = {}
         written = 0
         for rel, st, prior in stale:
@@ -338,15 +338,13 @@ class Store:
                     excluded=excluded, index_cache=self.root / "source-index.cache",
                     max_files=max_files, on_dir=on_dir, guard=guard)
 
-    def _many_ids(self, stale: Sequence[tuple[str, Stat, object]],
-                  scanned: Collection[str]) -> dict[str, bytes]:
+    def _many_ids(self, stale: Sequence[tuple[str, Stat, object]]) -> dict[str, bytes]:
         """Blob ids for a large batch: from the source index where git vouches, else packed."""
         if len(stale) < BULK_MIN_FILES:
             return {}
         from snapshotter.store.seeding import seed
 
-        known = seed(self.root / "git", self.worktree,
-                     {rel: st for rel, st, _prior in stale}, scanned)
+        known = seed(self.root / "git", self.worktree, {rel: st for rel, st, _prior in stale})
         self.reopen()
         rest = [item for item in stale if item[0] not in known]
         if len(rest) >= BULK_MIN_FILES:
