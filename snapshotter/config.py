@@ -18,8 +18,19 @@ DEFAULT_MAX_STORE_BYTES = 1024**3
 # too. A home directory captured by mistake is refused another way (walk.py's
 # guard); an explicit cap replaces that guard.
 DEFAULT_MAX_FILES: int | None = None
-_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 1000**2, "mb": 1000**2,
-          "mib": 1024**2, "g": 1000**3, "gb": 1000**3, "gib": 1024**3}
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1000,
+    "kb": 1000,
+    "kib": 1024,
+    "m": 1000**2,
+    "mb": 1000**2,
+    "mib": 1024**2,
+    "g": 1000**3,
+    "gb": 1000**3,
+    "gib": 1024**3,
+}
 
 
 def data_dir(explicit: str | os.PathLike[str] | None = None) -> Path:

@@ -71,8 +71,9 @@ class Engine(Workspace):
         no snapshot was ever taken there. Raises NotAWorktree outside git.
         """
         worktree = find_worktree(directory)
-        store = Store.open(data_dir(data_dir_path), worktree, create=create,
-                           recover=_finish_restore)
+        store = Store.open(
+            data_dir(data_dir_path), worktree, create=create, recover=_finish_restore
+        )
         if store is None:
             return None
         return cls(worktree, store, max_new_file_size, max_files)
@@ -100,12 +101,12 @@ def open_existing(
     max_new_file_size: int = DEFAULT_MAX_NEW_FILE_SIZE,
 ) -> Engine:
     """The engine of a worktree that already has snapshots; NothingToDo otherwise."""
-    engine = Engine.open(directory, data_dir_path=data_dir_path, create=False,
-                         max_new_file_size=max_new_file_size)
+    engine = Engine.open(
+        directory, data_dir_path=data_dir_path, create=False, max_new_file_size=max_new_file_size
+    )
     if engine is None:
         raise NothingToDo("no snapshots recorded for this worktree yet")
     return engine
-
 
 
 def open_stores(data_dir_path: str | os.PathLike[str] | None = None) -> list[Store]:

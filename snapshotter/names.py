@@ -21,8 +21,17 @@ from __future__ import annotations
 
 import os
 
-_LETTERS = {"\a": "a", "\b": "b", "\t": "t", "\n": "n", "\v": "v", "\f": "f", "\r": "r",
-            '"': '"', "\\": "\\"}
+_LETTERS = {
+    "\a": "a",
+    "\b": "b",
+    "\t": "t",
+    "\n": "n",
+    "\v": "v",
+    "\f": "f",
+    "\r": "r",
+    '"': '"',
+    "\\": "\\",
+}
 _UNLETTERS = {v: k for k, v in _LETTERS.items()}
 
 

@@ -50,9 +50,7 @@ def fast_and_full(fast: Size, full: Size) -> list[Any]:
 
 def git(cwd: Path, *args: str, check: bool = True) -> str:
     """Run the real git CLI (only tests use it, to build fixtures and as an oracle)."""
-    done = subprocess.run(
-        ["git", *args], cwd=cwd, capture_output=True, text=True, check=False
-    )
+    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
     if check and done.returncode != 0:
         raise AssertionError(f"git {' '.join(args)} failed: {done.stderr}")
     return done.stdout
@@ -104,8 +102,13 @@ def event(name: str, cwd: Path | str, session: str = "s", **fields: Any) -> dict
 
 def claude_event(name: str, session: str, cwd: Path | str, **fields: Any) -> dict[str, Any]:
     """A Claude Code 2.x event (``UserPromptSubmit``, ``PreToolUse``, ``Stop``...)."""
-    return {"session_id": session, "transcript_path": TRANSCRIPT, "cwd": str(cwd),
-            "hook_event_name": name, **fields}
+    return {
+        "session_id": session,
+        "transcript_path": TRANSCRIPT,
+        "cwd": str(cwd),
+        "hook_event_name": name,
+        **fields,
+    }
 
 
 # -- real processes --------------------------------------------------------------------------
@@ -114,22 +117,34 @@ def claude_event(name: str, session: str, cwd: Path | str, **fields: Any) -> dic
 SNAPSHOTTER: tuple[str, ...] = (sys.executable, "-m", "snapshotter")
 
 
-def argv(data_dir: Path | None, *args: str | Path,
-         command: Sequence[str] = SNAPSHOTTER) -> list[str]:
+def argv(
+    data_dir: Path | None, *args: str | Path, command: Sequence[str] = SNAPSHOTTER
+) -> list[str]:
     """``snapshotter [--data-dir DIR] ARGS`` (no ``--data-dir``: the environment's)."""
     option = ["--data-dir", str(data_dir)] if data_dir is not None else []
     return [*command, *option, *map(str, args)]
 
 
 def run_cli(
-    *args: str | Path, data_dir: Path | None = None, cwd: Path | None = None,
-    env: Mapping[str, str] | None = None, timeout: float = 120, errors: str = "strict",
-    command: Sequence[str] = SNAPSHOTTER, prefix: Sequence[str] = (),
+    *args: str | Path,
+    data_dir: Path | None = None,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 120,
+    errors: str = "strict",
+    command: Sequence[str] = SNAPSHOTTER,
+    prefix: Sequence[str] = (),
 ) -> subprocess.CompletedProcess[str]:
     """``snapshotter ARGS`` in its own process; ``env`` is laid over this one's."""
     return subprocess.run(
-        [*prefix, *argv(data_dir, *args, command=command)], capture_output=True, text=True,
-        errors=errors, check=False, timeout=timeout, cwd=cwd, env={**os.environ, **(env or {})},
+        [*prefix, *argv(data_dir, *args, command=command)],
+        capture_output=True,
+        text=True,
+        errors=errors,
+        check=False,
+        timeout=timeout,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
     )
 
 
@@ -163,9 +178,14 @@ def payload(sent: Mapping[str, Any] | bytes) -> bytes:
 
 
 def run_hook(
-    sent: Mapping[str, Any] | bytes, data_dir: Path | None = None, *args: str,
-    cwd: Path | str | None = None, env: Mapping[str, str] | None = None, timeout: float = 300,
-    command: Sequence[str] = SNAPSHOTTER, prefix: Sequence[str] = (),
+    sent: Mapping[str, Any] | bytes,
+    data_dir: Path | None = None,
+    *args: str,
+    cwd: Path | str | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 300,
+    command: Sequence[str] = SNAPSHOTTER,
+    prefix: Sequence[str] = (),
     preexec: Callable[[], None] | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
     """One ``snapshotter hook`` process fed ``sent`` (an event, or raw bytes) on stdin.
@@ -174,15 +194,23 @@ def run_hook(
     after ``hook`` (``--arg max_checkpoints=1``).
     """
     return subprocess.run(
-        [*prefix, *argv(data_dir, "hook", *args, command=command)], input=payload(sent),
-        capture_output=True, check=False, timeout=timeout, cwd=cwd, preexec_fn=preexec,
+        [*prefix, *argv(data_dir, "hook", *args, command=command)],
+        input=payload(sent),
+        capture_output=True,
+        check=False,
+        timeout=timeout,
+        cwd=cwd,
+        preexec_fn=preexec,
         env={**os.environ, **(env or {})},
     )
 
 
 def hook_ok(
-    sent: Mapping[str, Any], data_dir: Path | None = None, *args: str,
-    cwd: Path | str | None = None, env: Mapping[str, str] | None = None,
+    sent: Mapping[str, Any],
+    data_dir: Path | None = None,
+    *args: str,
+    cwd: Path | str | None = None,
+    env: Mapping[str, str] | None = None,
     command: Sequence[str] = SNAPSHOTTER,
 ) -> None:
     """One event through ``snapshotter hook``: it must exit 0 quietly (SPEC §6)."""
@@ -196,8 +224,9 @@ def hook_ok(
     )
 
 
-def turn(root: Path, session: str, files: Mapping[str, str | bytes],
-         data_dir: Path | None = None) -> None:
+def turn(
+    root: Path, session: str, files: Mapping[str, str | bytes], data_dir: Path | None = None
+) -> None:
     """A docker-agent turn through real hook processes: turn_start, the edits, turn_end."""
     hook_ok(event("turn_start", root, session), data_dir)
     for rel, text in files.items():
@@ -220,8 +249,9 @@ def hook_in_process(
 # -- state read back -------------------------------------------------------------------------
 
 
-def listed(root: Path, data_dir: Path | None = None, *args: str,
-           command: Sequence[str] = SNAPSHOTTER) -> list[dict[str, Any]]:
+def listed(
+    root: Path, data_dir: Path | None = None, *args: str, command: Sequence[str] = SNAPSHOTTER
+) -> list[dict[str, Any]]:
     """``snapshotter list -C ROOT --json ARGS``: the checkpoints, newest last."""
     done = run_cli("list", "-C", root, "--json", *args, data_dir=data_dir, command=command)
     assert done.returncode == 0, f"list --json failed: {done.stderr}"

@@ -41,12 +41,15 @@ REAL_HOME = Path(pwd.getpwuid(os.getuid()).pw_dir)
 REAL_DATA_DIR = (
     Path(os.environ.get("XDG_DATA_HOME") or REAL_HOME / ".local" / "share") / "snapshotter"
 )
-REAL_RUNTIME_DIRS = sorted({
-    Path(os.environ["XDG_RUNTIME_DIR"]) / "snapshotter" if os.environ.get("XDG_RUNTIME_DIR")
-    else Path(f"/tmp/snapshotter-{os.getuid()}"),
-    Path(f"/run/user/{os.getuid()}/snapshotter"),
-    Path(f"/tmp/snapshotter-{os.getuid()}"),
-})
+REAL_RUNTIME_DIRS = sorted(
+    {
+        Path(os.environ["XDG_RUNTIME_DIR"]) / "snapshotter"
+        if os.environ.get("XDG_RUNTIME_DIR")
+        else Path(f"/tmp/snapshotter-{os.getuid()}"),
+        Path(f"/run/user/{os.getuid()}/snapshotter"),
+        Path(f"/tmp/snapshotter-{os.getuid()}"),
+    }
+)
 SERVER_MODULE = "snapshotter.hooks.server"
 
 
@@ -123,8 +126,9 @@ def stop_servers_of(home: Path) -> list[str]:
                 continue
             asked.add(pid)
             if any(sock.is_relative_to(real) for real in REAL_RUNTIME_DIRS):
-                problems.append(f"a hook server of this test used {sock}, in the real "
-                                "runtime directory")
+                problems.append(
+                    f"a hook server of this test used {sock}, in the real runtime directory"
+                )
             try:
                 client.stop(sock)
             except OSError:
@@ -165,8 +169,11 @@ def writes_into_real_dirs(before: RealState) -> list[str]:
         # Other programs of this account may run hook servers meanwhile: their
         # sockets are not this test's doing. A new or changed entry is.
         foreign = foreign_server_files(real)
-        changed = sorted(name for name, state in after.items()
-                         if name != "." and listed.get(name) != state and name not in foreign)
+        changed = sorted(
+            name
+            for name, state in after.items()
+            if name != "." and listed.get(name) != state and name not in foreign
+        )
         if changed:
             problems.append(f"the test wrote into the real runtime directory {real}: {changed}")
     return problems

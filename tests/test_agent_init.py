@@ -12,8 +12,15 @@ from test_cli_e2e import commands_for, listed, parse_yaml, replay_through, shape
 from snapshotter.cli.main import main
 from snapshotter.cli.replay import build_repo, load_recipe, load_session
 
-CLAUDE_EVENTS = ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse",
-                 "PostToolUseFailure", "Stop", "SessionEnd"]
+CLAUDE_EVENTS = [
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "Stop",
+    "SessionEnd",
+]
 THEIRS: dict[str, Any] = {
     "permissions": {"allow": ["Bash(npm test)"]},
     "hooks": {
@@ -62,8 +69,12 @@ def run(capsys: pytest.CaptureFixture[str]) -> Any:
 
 
 def ours(hooks: dict[str, Any], event: str) -> list[dict[str, Any]]:
-    return [h for g in hooks.get(event, []) for h in g.get("hooks", [g])
-            if h.get("command") == "snapshotter hook"]
+    return [
+        h
+        for g in hooks.get(event, [])
+        for h in g.get("hooks", [g])
+        if h.get("command") == "snapshotter hook"
+    ]
 
 
 def test_claude_code_init_merges_keeps_theirs_and_is_idempotent(repo: Path, run: Any) -> None:
@@ -110,8 +121,9 @@ def test_claude_code_dry_run_and_global(repo: Path, hermetic: Path, run: Any) ->
     assert not (repo / ".claude").exists(), "--dry-run writes nothing"
     done = run("init", "claude-code", "--global")
     assert done.exit_code == 0, done.output
-    assert sorted(json.loads((hermetic / ".claude" / "settings.json").read_text())["hooks"]) \
-        == sorted(CLAUDE_EVENTS)
+    assert sorted(
+        json.loads((hermetic / ".claude" / "settings.json").read_text())["hooks"]
+    ) == sorted(CLAUDE_EVENTS)
 
 
 def test_claude_code_settings_that_are_not_json_are_left_alone(repo: Path, run: Any) -> None:
@@ -131,8 +143,14 @@ def test_docker_agent_init_adds_hooks_to_the_root_agent(tmp_path: Path, run: Any
     assert done.exit_code == 0, done.output
     config = parse_yaml(agent.read_text())
     hooks = config["agents"]["root"]["hooks"]
-    for event in ("session_start", "turn_start", "pre_tool_use", "post_tool_use", "turn_end",
-                  "session_end"):
+    for event in (
+        "session_start",
+        "turn_start",
+        "pre_tool_use",
+        "post_tool_use",
+        "turn_end",
+        "session_end",
+    ):
         assert commands_for(hooks, event, "shell") == ["snapshotter hook"], event
     assert "hooks" not in config["agents"]["helper"], "only the chosen agent is wired"
     assert config["agents"]["root"]["sub_agents"] == ["helper"]
@@ -153,10 +171,14 @@ def test_docker_agent_init_prints_the_block_and_refuses_to_guess(tmp_path: Path,
     assert commands_for(block, "pre_tool_use", "edit_file") == ["snapshotter hook"]
 
     agent = tmp_path / "agent.yaml"
-    agent.write_text(AGENT_YAML.replace("    instruction: You help.\n",
-                                        "    instruction: You help.\n    hooks:\n"
-                                        "      turn_end:\n        - type: command\n"
-                                        "          command: ./notify.sh\n"))
+    agent.write_text(
+        AGENT_YAML.replace(
+            "    instruction: You help.\n",
+            "    instruction: You help.\n    hooks:\n"
+            "      turn_end:\n        - type: command\n"
+            "          command: ./notify.sh\n",
+        )
+    )
     text = agent.read_text()
     done = run("init", "docker-agent", str(agent), "--agent", "helper")
     assert done.exit_code == 1 and "already has hooks" in done.err, done.err
@@ -172,9 +194,14 @@ def test_init_names_the_script_by_path_when_it_is_not_on_path(repo: Path) -> Non
     import sys
 
     script = Path(sys.executable).parent / "snapshotter"
-    done = subprocess.run([str(script), "init", "claude-code", "-C", str(repo), "--dry-run"],
-                          capture_output=True, text=True, check=False, timeout=120,
-                          env={**os.environ, "PATH": "/usr/bin:/bin"})
+    done = subprocess.run(
+        [str(script), "init", "claude-code", "-C", str(repo), "--dry-run"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+        env={**os.environ, "PATH": "/usr/bin:/bin"},
+    )
     assert done.returncode == 0, done.stderr
     hooks = json.loads(done.stdout)["hooks"]
     (hook,) = ours_by_name(hooks, "Stop")
@@ -182,5 +209,9 @@ def test_init_names_the_script_by_path_when_it_is_not_on_path(repo: Path) -> Non
 
 
 def ours_by_name(hooks: dict[str, Any], event: str) -> list[dict[str, Any]]:
-    return [h for g in hooks.get(event, []) for h in g.get("hooks", [])
-            if str(h.get("command", "")).endswith("snapshotter hook")]
+    return [
+        h
+        for g in hooks.get(event, [])
+        for h in g.get("hooks", [])
+        if str(h.get("command", "")).endswith("snapshotter hook")
+    ]

@@ -58,7 +58,11 @@ def test_readme_python_example_passes_mypy_strict_in_a_users_project(tmp_path: P
     package_parent = Path(snapshotter.__file__).resolve().parent.parent
     done = subprocess.run(
         [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(example)],
-        capture_output=True, text=True, check=False, cwd=tmp_path, timeout=600,
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+        timeout=600,
         env={**os.environ, "MYPYPATH": str(package_parent)},
     )
     assert done.returncode == 0, f"mypy --strict on README's example:\n{done.stdout}"

@@ -10,18 +10,49 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 EXPECTED_FIGURES = {
-    "floor", "ref_first", "ref_nochange", "ref_edit10", "ref_changes", "ref_restore10",
-    "first", "nochange", "nochange_watch", "edit10", "changes", "undo10", "hook", "ref_store_first",
-    "store_first", "checkpoints_growth", "checkpoints_growth_after_gc",
+    "floor",
+    "ref_first",
+    "ref_nochange",
+    "ref_edit10",
+    "ref_changes",
+    "ref_restore10",
+    "first",
+    "nochange",
+    "nochange_watch",
+    "edit10",
+    "changes",
+    "undo10",
+    "hook",
+    "ref_store_first",
+    "store_first",
+    "checkpoints_growth",
+    "checkpoints_growth_after_gc",
 }
 
 
 def test_runner_measures_every_figure_at_200_files(tmp_path: Path) -> None:
     out = tmp_path / "results.json"
     done = subprocess.run(
-        [sys.executable, "-m", "benchmarks", "--sizes", "200", "--rounds", "1",
-         "--checkpoints", "5", "--json", str(out), "--tmp-dir", str(tmp_path)],
-        cwd=REPO_ROOT, capture_output=True, text=True, check=False, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "benchmarks",
+            "--sizes",
+            "200",
+            "--rounds",
+            "1",
+            "--checkpoints",
+            "5",
+            "--json",
+            str(out),
+            "--tmp-dir",
+            str(tmp_path),
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "CHECK" not in done.stdout

@@ -29,7 +29,9 @@ NEW = os.fsdecode(b"new\xfe\x80.txt")
 def snapshotter(data_dir: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
         [sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), *args],
-        capture_output=True, check=False, timeout=120,
+        capture_output=True,
+        check=False,
+        timeout=120,
     )
 
 
@@ -42,14 +44,18 @@ def ok(done: subprocess.CompletedProcess[bytes]) -> str:
 def hook(data_dir: Path, **event: str) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), "hook"],
-        input=json.dumps(event).encode(), capture_output=True, check=False, timeout=120,
+        input=json.dumps(event).encode(),
+        capture_output=True,
+        check=False,
+        timeout=120,
     )
     assert done.returncode == 0 and not done.stderr, done.stderr.decode(errors="replace")
 
 
 def byte_repo(root: Path) -> Path:
-    make_repo(root, {"README.md": "# readme\n", CAFE: b"caf\xe9 original\n",
-                     INNER: b"inner original\n"})
+    make_repo(
+        root, {"README.md": "# readme\n", CAFE: b"caf\xe9 original\n", INNER: b"inner original\n"}
+    )
     listed = git(root, "ls-files")
     assert '"caf\\351.txt"' in listed and '"d\\377/inner.txt"' in listed, listed
     return root
@@ -70,15 +76,17 @@ def test_agent_overwrite_of_a_latin1_name_is_recorded_shown_and_undone(
     cps = json.loads(ok(snapshotter(data_dir, "list", "-C", str(root), "--json")))
     assert len(cps) == 1, cps
     assert {f["path"]: f["status"] for f in cps[0]["files"]} == {
-        '"caf\\351.txt"': "modified", '"d\\377/inner.txt"': "modified",
+        '"caf\\351.txt"': "modified",
+        '"d\\377/inner.txt"': "modified",
         '"new\\376\\200.txt"': "added",
     }, "each name is in the checkpoint, in git's quoted form"
     assert cps[0]["skipped"] == [], "nothing was skipped"
     shown = ok(snapshotter(data_dir, "show", "1", "-C", str(root)))
     assert '~ "caf\\351.txt"' in shown and '+ "new\\376\\200.txt"' in shown, shown
     assert "caf\\351.txt" in ok(snapshotter(data_dir, "diff", "1", "-C", str(root)))
-    assert '"d\\377/inner.txt" |' in ok(snapshotter(data_dir, "diff", "1", "--stat", "-C",
-                                                    str(root)))
+    assert '"d\\377/inner.txt" |' in ok(
+        snapshotter(data_dir, "diff", "1", "--stat", "-C", str(root))
+    )
 
     undone = ok(snapshotter(data_dir, "undo", "-C", str(root)))
     assert 'restored "caf\\351.txt"' in undone, undone
@@ -101,10 +109,21 @@ def test_capture_under_a_directory_whose_name_is_not_utf8(tmp_path: Path, data_d
     assert ok(snapshotter(data_dir, "capture", "-C", str(inside))).strip() != tree
 
 
-@pytest.mark.parametrize("raw", [
-    b"plain.txt", b"caf\xe9.txt", b"\xff\xfe", b"caf\xc3\xa9 utf8.txt", b'"quoted".txt',
-    b'"', b"back\\slash", b"tab\tnew\nline", b'"caf\\351.txt"', b"\x7f\x01",
-])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"plain.txt",
+        b"caf\xe9.txt",
+        b"\xff\xfe",
+        b"caf\xc3\xa9 utf8.txt",
+        b'"quoted".txt',
+        b'"',
+        b"back\\slash",
+        b"tab\tnew\nline",
+        b'"caf\\351.txt"',
+        b"\x7f\x01",
+    ],
+)
 def test_names_round_trip_through_json_records(raw: bytes) -> None:
     name = os.fsdecode(raw)
     stored = FileChange(path=name, status="added").model_dump_json()

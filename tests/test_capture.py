@@ -22,7 +22,6 @@ MODE_EXEC = 0o100755
 MODE_LINK = 0o120000
 
 
-
 def open_engine(
     directory: Path, data_dir: Path, max_new_file_size: int = DEFAULT_MAX_NEW_FILE_SIZE
 ) -> Engine:
@@ -304,9 +303,7 @@ def test_binary_content_is_stored_byte_exact(repo: Path, data_dir: Path) -> None
     )
 
 
-def test_non_utf8_file_name_is_captured_under_its_exact_bytes(
-    repo: Path, data_dir: Path
-) -> None:
+def test_non_utf8_file_name_is_captured_under_its_exact_bytes(repo: Path, data_dir: Path) -> None:
     # Issue 13 §8: names are bytes end to end, as git's are (this used to be a skip).
     name = os.fsdecode(b"bad\xffname.txt")
     write(repo, name, b"odd\n")

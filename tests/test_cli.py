@@ -65,22 +65,31 @@ def sn(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> S
 class Agent:
     """Drives ``snapshotter hook`` like an agent runtime would, in-process."""
 
-    def __init__(self, sn: Sn, root: Path, session: str = SESSION,
-                 hook_args: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, sn: Sn, root: Path, session: str = SESSION, hook_args: tuple[str, ...] = ()
+    ) -> None:
         self.sn, self.root, self.session, self.hook_args = sn, root, session, hook_args
         self.calls = 0
 
     def event(self, name: str, cwd: Path | None = None, **fields: Any) -> None:
-        payload = {"hook_event_name": name, "session_id": self.session,
-                   "cwd": str(cwd or self.root), **fields}
+        payload = {
+            "hook_event_name": name,
+            "session_id": self.session,
+            "cwd": str(cwd or self.root),
+            **fields,
+        }
         args = [a for arg in self.hook_args for a in ("--arg", arg)]
         r = self.sn("hook", *args, stdin=json.dumps(payload).encode())
         assert r.code == 0, f"hook {name} must exit 0, got {r.code}: {r.err}"
         assert r.out.strip() in ("", "{}"), f"hook prints nothing or {{}}, got {r.out!r}"
         assert r.err == "", f"hook {name} reported a failure: {r.err}"
 
-    def turn(self, edits: dict[str, str | bytes | None], tool: str | None = "write_file",
-             reason: str = "normal") -> None:
+    def turn(
+        self,
+        edits: dict[str, str | bytes | None],
+        tool: str | None = "write_file",
+        reason: str = "normal",
+    ) -> None:
         """One turn; with ``tool``, the edits happen inside one tool call of that turn."""
         self.event("turn_start")
         if tool:
@@ -162,9 +171,9 @@ def test_every_spec_command_exists() -> None:
 # -- capture --------------------------------------------------------------------
 
 
-def test_capture_prints_a_tree_id_that_follows_the_content(sn: Sn, repo: Path,
-                                                          tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_capture_prints_a_tree_id_that_follows_the_content(
+    sn: Sn, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)  # -C, not the cwd, picks the worktree
     first = sn("capture", "-C", repo)
     assert first.code == 0, f"capture failed: {first.err}"
@@ -179,8 +188,9 @@ def test_capture_prints_a_tree_id_that_follows_the_content(sn: Sn, repo: Path,
     )
 
 
-def test_capture_defaults_to_the_current_directory(sn: Sn, repo: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_capture_defaults_to_the_current_directory(
+    sn: Sn, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(repo)
     r = sn("capture")
     assert r.code == 0 and TREE_ID.match(r.out.strip()), f"capture in cwd failed: {r}"
@@ -207,8 +217,9 @@ def test_capture_bad_size_is_a_usage_error(sn: Sn, repo: Path) -> None:
 # -- list -----------------------------------------------------------------------
 
 
-def test_list_with_no_store_says_so_and_json_is_an_empty_list(sn: Sn, repo: Path,
-                                                              data_dir: Path) -> None:
+def test_list_with_no_store_says_so_and_json_is_an_empty_list(
+    sn: Sn, repo: Path, data_dir: Path
+) -> None:
     r = sn("list", "-C", repo)
     assert r.code == 0, f"list with nothing recorded is not an error: {r.err}"
     assert "no checkpoints" in r.out, f"expected 'no checkpoints': {r.out!r}"
@@ -231,9 +242,22 @@ def test_list_json_is_one_flat_list_with_tools_under_turns(sn: Sn, repo: Path) -
     turn = data[1]
     assert turn["session_id"] == SESSION and turn["label"] == "normal", f"bad turn: {turn}"
     assert {f["path"]: f["status"] for f in turn["files"]} == {
-        "README.md": "modified", "src/new.py": "added"}, f"bad files: {turn['files']}"
-    for key in ("id", "session_id", "kind", "label", "created_at", "before", "after", "files",
-                "skipped", "undone", "parent"):
+        "README.md": "modified",
+        "src/new.py": "added",
+    }, f"bad files: {turn['files']}"
+    for key in (
+        "id",
+        "session_id",
+        "kind",
+        "label",
+        "created_at",
+        "before",
+        "after",
+        "files",
+        "skipped",
+        "undone",
+        "parent",
+    ):
         assert key in turn, f"SPEC §4 field {key} missing from list --json: {turn}"
     assert TREE_ID.match(turn["before"]) and TREE_ID.match(turn["after"]), f"trees: {turn}"
 
@@ -253,7 +277,8 @@ def test_list_human_output_nests_tools_under_their_turn(sn: Sn, repo: Path) -> N
 
 
 def test_list_defaults_to_the_newest_session_and_filters_by_session_or_all(
-        sn: Sn, repo: Path) -> None:
+    sn: Sn, repo: Path
+) -> None:
     Agent(sn, repo, "alpha").turn({"a.txt": "a\n"}, tool=None)
     Agent(sn, repo, "beta").turn({"b.txt": "b\n"}, tool=None)
     assert [c["session_id"] for c in listed(sn, repo)] == ["beta"], (
@@ -305,8 +330,9 @@ def test_list_and_show_warn_about_skipped_files(sn: Sn, repo: Path) -> None:
 
 
 def test_show_prints_files_with_status_and_json(sn: Sn, repo: Path) -> None:
-    Agent(sn, repo).turn({"src/new.py": "N = 1\n", "src/app.py": "print('x')\n",
-                          "src/util.py": None})
+    Agent(sn, repo).turn(
+        {"src/new.py": "N = 1\n", "src/app.py": "print('x')\n", "src/util.py": None}
+    )
     r = sn("show", "2", "-C", repo)
     assert r.code == 0, f"show failed: {r.err}"
     for expected in ("+ src/new.py", "~ src/app.py", "- src/util.py", SESSION):
@@ -315,7 +341,10 @@ def test_show_prints_files_with_status_and_json(sn: Sn, repo: Path) -> None:
     data = json.loads(j.out)
     assert isinstance(data, dict) and data["id"] == 2 and data["kind"] == "turn", f"{data}"
     assert {f["path"]: f["status"] for f in data["files"]} == {
-        "src/new.py": "added", "src/app.py": "modified", "src/util.py": "deleted"}, data
+        "src/new.py": "added",
+        "src/app.py": "modified",
+        "src/util.py": "deleted",
+    }, data
     tool = json.loads(sn("show", "1", "-C", repo, "--json").out)
     assert tool["parent"] == 2, f"show of a tool names its turn: {tool}"
 
@@ -434,7 +463,8 @@ def test_nothing_to_undo_or_redo_exits_3(sn: Sn, repo: Path, data_dir: Path) -> 
 
 
 def test_undo_refuses_files_changed_since_the_checkpoint_and_force_overrides(
-        sn: Sn, repo: Path) -> None:
+    sn: Sn, repo: Path
+) -> None:
     Agent(sn, repo).turn({"src/app.py": "print('agent')\n", "src/new.py": "N\n"})
     write(repo, "src/app.py", "print('user edit')\n")
     refused = sn("undo", "-C", repo)
@@ -529,8 +559,7 @@ def test_reset_refuses_changed_files_unless_forced(sn: Sn, repo: Path) -> None:
     assert worktree_files(repo) == ORIGINAL, "forced reset restores the original"
 
 
-@pytest.mark.parametrize("args", [["reset"], ["reset", "1", "--original"]],
-                         ids=["neither", "both"])
+@pytest.mark.parametrize("args", [["reset"], ["reset", "1", "--original"]], ids=["neither", "both"])
 def test_reset_needs_exactly_one_of_id_or_original(sn: Sn, repo: Path, args: list[str]) -> None:
     three_turns(sn, repo)
     files = worktree_files(repo)
@@ -580,8 +609,9 @@ def test_gc_with_no_store_is_nothing_to_do(sn: Sn, repo: Path) -> None:
 # -- --data-dir and -C -----------------------------------------------------------
 
 
-def test_data_dir_option_overrides_the_environment(sn: Sn, repo: Path, tmp_path: Path,
-                                                   data_dir: Path) -> None:
+def test_data_dir_option_overrides_the_environment(
+    sn: Sn, repo: Path, tmp_path: Path, data_dir: Path
+) -> None:
     elsewhere = tmp_path / "elsewhere"
     r = sn("--data-dir", elsewhere, "capture", "-C", repo)
     assert r.code == 0, f"capture with --data-dir failed: {r.err}"
@@ -600,7 +630,8 @@ def test_data_dir_option_overrides_the_environment(sn: Sn, repo: Path, tmp_path:
 
 
 def test_subdirectory_sees_the_worktrees_checkpoints_and_undoes_all_their_files(
-        sn: Sn, repo: Path) -> None:
+    sn: Sn, repo: Path
+) -> None:
     Agent(sn, repo).turn({"README.md": "# agent\n", "src/app.py": "print('agent')\n"})
     sub = repo / "src"
     from_sub = listed(sn, sub)
@@ -615,8 +646,17 @@ def test_subdirectory_sees_the_worktrees_checkpoints_and_undoes_all_their_files(
 
 # -- errors ----------------------------------------------------------------------
 
-OUTSIDE_COMMANDS = [["capture"], ["list"], ["list", "--json"], ["show", "1"], ["diff"],
-                    ["undo"], ["redo"], ["reset", "--original"], ["gc"]]
+OUTSIDE_COMMANDS = [
+    ["capture"],
+    ["list"],
+    ["list", "--json"],
+    ["show", "1"],
+    ["diff"],
+    ["undo"],
+    ["redo"],
+    ["reset", "--original"],
+    ["gc"],
+]
 
 
 @pytest.mark.parametrize("args", OUTSIDE_COMMANDS, ids=lambda a: " ".join(a))
@@ -640,8 +680,9 @@ def assert_error_stdout(r: Run, args: list[str]) -> None:
     )
 
 
-def test_outside_a_worktree_via_the_current_directory(sn: Sn, tmp_path: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_outside_a_worktree_via_the_current_directory(
+    sn: Sn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     r = sn("undo")
     assert r.code == 1, f"undo outside a worktree exits 1, got {r.code}"
@@ -660,8 +701,9 @@ def test_verbose_shows_a_traceback(sn: Sn, tmp_path: Path) -> None:
     assert "Traceback" in r.err and "not inside a git worktree" in r.err, r.err
 
 
-def test_unexpected_exception_is_one_line_error_1(sn: Sn, repo: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unexpected_exception_is_one_line_error_1(
+    sn: Sn, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import snapshotter.history.undo
 
     def boom(*_a: Any, **_k: Any) -> None:
@@ -676,9 +718,19 @@ def test_unexpected_exception_is_one_line_error_1(sn: Sn, repo: Path,
     assert "Traceback" in verbose.err and "kaboom" in verbose.err, verbose.err
 
 
-@pytest.mark.parametrize("args", [["bogus"], ["list", "--bogus"], ["show"], ["show", "abc"],
-                                  ["undo", "extra"], ["diff", "x"], ["capture", "-C"]],
-                         ids=lambda a: " ".join(a))
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["bogus"],
+        ["list", "--bogus"],
+        ["show"],
+        ["show", "abc"],
+        ["undo", "extra"],
+        ["diff", "x"],
+        ["capture", "-C"],
+    ],
+    ids=lambda a: " ".join(a),
+)
 def test_bad_usage_exits_2(sn: Sn, repo: Path, args: list[str]) -> None:
     r = sn(*args)
     assert r.code == 2, f"{args} is bad usage (2), got {r.code}: {r.err}"
@@ -689,9 +741,11 @@ def test_bad_usage_exits_2(sn: Sn, repo: Path, args: list[str]) -> None:
 # -- hook ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("stdin", [b"not json", b"[1, 2]", b'{"hook_event_name": 5}',
-                                   b'{"hook_event_name": "turn_start"}', b""],
-                         ids=["not-json", "not-object", "wrong-type", "no-cwd", "empty"])
+@pytest.mark.parametrize(
+    "stdin",
+    [b"not json", b"[1, 2]", b'{"hook_event_name": 5}', b'{"hook_event_name": "turn_start"}', b""],
+    ids=["not-json", "not-object", "wrong-type", "no-cwd", "empty"],
+)
 def test_hook_never_fails_on_bad_input(sn: Sn, stdin: bytes) -> None:
     r = sn("hook", stdin=stdin)
     assert r.code == 0, f"the hook always exits 0, got {r.code}"
@@ -699,8 +753,7 @@ def test_hook_never_fails_on_bad_input(sn: Sn, stdin: bytes) -> None:
     assert "Traceback" not in r.err, f"no traceback from the hook: {r.err}"
 
 
-def test_hook_outside_a_worktree_is_a_silent_no_op(sn: Sn, tmp_path: Path,
-                                                   data_dir: Path) -> None:
+def test_hook_outside_a_worktree_is_a_silent_no_op(sn: Sn, tmp_path: Path, data_dir: Path) -> None:
     payload = {"hook_event_name": "turn_start", "session_id": "s", "cwd": str(tmp_path)}
     r = sn("hook", stdin=json.dumps(payload).encode())
     assert r.code == 0 and r.out.strip() in ("", "{}") and r.err == "", f"no-op: {r}"

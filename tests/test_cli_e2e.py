@@ -76,8 +76,15 @@ def one_line(done: Done, *needles: str) -> None:
 
 def shape(cps: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Checkpoints in the form recorded sessions' ``expect`` lists use."""
-    return [{"kind": c["kind"], "label": c["label"], "parent": c["parent"],
-             "files": {f["path"]: f["status"] for f in c["files"]}} for c in cps]
+    return [
+        {
+            "kind": c["kind"],
+            "label": c["label"],
+            "parent": c["parent"],
+            "files": {f["path"]: f["status"] for f in c["files"]},
+        }
+        for c in cps
+    ]
 
 
 # -- hook, list, undo, redo, reset ---------------------------------------------------
@@ -91,15 +98,23 @@ def test_hook_list_undo_redo_reset_through_the_console_script(repo: Path) -> Non
     hook({**event, "hook_event_name": "turn_end", "reason": "normal"})
 
     cps = listed(repo)
-    assert shape(cps) == [{"kind": "turn", "label": "normal", "parent": None,
-                           "files": {"src/app.py": "modified", "src/new.py": "added"}}], (
-        f"the two hook processes recorded one turn: {cps}"
-    )
+    assert shape(cps) == [
+        {
+            "kind": "turn",
+            "label": "normal",
+            "parent": None,
+            "files": {"src/app.py": "modified", "src/new.py": "added"},
+        }
+    ], f"the two hook processes recorded one turn: {cps}"
     undo = run("undo", "-C", repo, "--json")
     assert undo.code == 0, f"undo failed: {undo.err}"
-    assert json.loads(undo.out) == {"checkpoint": [1], "restored": ["src/app.py"],
-                                    "removed": ["src/new.py"], "skipped": [],
-                                    "dry_run": False}, undo.out
+    assert json.loads(undo.out) == {
+        "checkpoint": [1],
+        "restored": ["src/app.py"],
+        "removed": ["src/new.py"],
+        "skipped": [],
+        "dry_run": False,
+    }, undo.out
     assert (repo / "src/app.py").read_text() == "print('hi')\n", "undo restored the file"
     assert not (repo / "src/new.py").exists(), "undo removed the added file"
     assert listed(repo)[0]["undone"] is True, "list shows the undone mark"
@@ -155,8 +170,14 @@ def test_demo_runs_and_shows_list_diff_undo_redo(
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     demo_env = {**env(), "TMPDIR": str(scratch), "SNAPSHOTTER_HOOK_SERVER": server}
-    done = subprocess.run([str(script()), "demo"], capture_output=True, text=True,
-                          env=demo_env, check=False, timeout=300)
+    done = subprocess.run(
+        [str(script()), "demo"],
+        capture_output=True,
+        text=True,
+        env=demo_env,
+        check=False,
+        timeout=300,
+    )
     assert done.returncode == 0, f"demo failed ({done.returncode}): {done.stderr}"
     assert "Traceback" not in done.stderr, f"demo raised: {done.stderr}"
     for command in ("list", "diff --stat", "diff", "undo", "redo"):
@@ -222,7 +243,8 @@ def _yaml_map(lines: list[list[Any]], pos: int, indent: int) -> tuple[dict[str, 
             raise ValueError(f"line {lines[pos][2]}: duplicate key {key!r}")
         pos += 1
         nested = pos < len(lines) and (
-            lines[pos][0] > indent or (lines[pos][0] == indent and lines[pos][1].startswith("- ")))
+            lines[pos][0] > indent or (lines[pos][0] == indent and lines[pos][1].startswith("- "))
+        )
         if rest:
             result[key] = _yaml_scalar(rest)
         elif nested:
@@ -284,8 +306,9 @@ def commands_for(config: dict[str, Any], event: str, tool_name: str) -> list[str
     return found
 
 
-def replay_through(config: dict[str, Any], session: dict[str, Any], root: Path,
-                   server: str = "0") -> int:
+def replay_through(
+    config: dict[str, Any], session: dict[str, Any], root: Path, server: str = "0"
+) -> int:
     """Play ``session`` on ``root``, running the configured commands for each event
     (``server``: SNAPSHOTTER_HOOK_SERVER, "1" as users run them, "0" as the tests)."""
     ran = 0
@@ -293,11 +316,18 @@ def replay_through(config: dict[str, Any], session: dict[str, Any], root: Path,
 
     def send(event: dict[str, Any]) -> None:
         nonlocal ran
-        for command in commands_for(config, event["hook_event_name"],
-                                    event.get("tool_name", "")):
-            done = subprocess.run(command, shell=True, input=json.dumps(event), text=True,
-                                  capture_output=True, cwd=root, env=command_env, check=False,
-                                  timeout=120)
+        for command in commands_for(config, event["hook_event_name"], event.get("tool_name", "")):
+            done = subprocess.run(
+                command,
+                shell=True,
+                input=json.dumps(event),
+                text=True,
+                capture_output=True,
+                cwd=root,
+                env=command_env,
+                check=False,
+                timeout=120,
+            )
             assert done.returncode == 0, f"{command!r} on {event} exited {done.returncode}"
             assert done.stdout.strip() in ("", "{}"), f"{command!r} printed {done.stdout!r}"
             assert done.stderr == "", f"{command!r} on {event} failed: {done.stderr}"
@@ -307,14 +337,29 @@ def replay_through(config: dict[str, Any], session: dict[str, Any], root: Path,
     return ran
 
 
-SNAPSHOT_EVENTS = ["session_start", "user_prompt_submit", "turn_start", "pre_tool_use",
-                   "post_tool_use", "turn_end", "session_end"]
-CLAUDE_EVENTS = ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse",
-                 "PostToolUseFailure", "Stop", "SessionEnd"]
+SNAPSHOT_EVENTS = [
+    "session_start",
+    "user_prompt_submit",
+    "turn_start",
+    "pre_tool_use",
+    "post_tool_use",
+    "turn_end",
+    "session_end",
+]
+CLAUDE_EVENTS = [
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "Stop",
+    "SessionEnd",
+]
 
 
 def every_hook(config: dict[str, Any]) -> list[dict[str, Any]]:
     return [h for entries in config.values() for e in entries for h in e.get("hooks", [e])]
+
 
 # The shapes the README promises (used to check the reader; the README is the source).
 EXPECTED_YAML = """\
@@ -334,12 +379,15 @@ hooks:
 
 
 def test_yaml_reader_reads_the_hook_config_shape() -> None:
-    assert parse_yaml(EXPECTED_YAML) == {"hooks": {
-        "session_start": [{"type": "command", "command": "snapshotter hook"}],
-        "pre_tool_use": [{"matcher": "*", "hooks": [
-            {"type": "command", "command": "snapshotter hook"}]}],
-        "turn_end": [{"type": "command", "command": "snapshotter hook"}],
-    }}, "the tiny YAML reader must read the README's hook config shape"
+    assert parse_yaml(EXPECTED_YAML) == {
+        "hooks": {
+            "session_start": [{"type": "command", "command": "snapshotter hook"}],
+            "pre_tool_use": [
+                {"matcher": "*", "hooks": [{"type": "command", "command": "snapshotter hook"}]}
+            ],
+            "turn_end": [{"type": "command", "command": "snapshotter hook"}],
+        }
+    }, "the tiny YAML reader must read the README's hook config shape"
     for bad in ("a: |\n  text\n", "a: [1, 2]\n", "a: 1\n    b: 2\n", "a: 1\na: 2\n"):
         with pytest.raises(ValueError):
             parse_yaml(bad)
@@ -371,8 +419,11 @@ def test_readme_docker_agent_yaml_wires_every_snapshot_event(tmp_path: Path, ser
     session = load_session("docker_agent_two_turns")
     root = build_repo(tmp_path / "agent-repo", load_recipe(session["repo"]))
     ran = replay_through(hooks, session, root, server)
-    configured = sum(1 for s in session["steps"]
-                     if "event" in s and s["event"]["hook_event_name"] in SNAPSHOT_EVENTS)
+    configured = sum(
+        1
+        for s in session["steps"]
+        if "event" in s and s["event"]["hook_event_name"] in SNAPSHOT_EVENTS
+    )
     assert ran == configured, f"every snapshot event ran `snapshotter hook` ({ran}/{configured})"
     recorded = shape(listed(root))
     assert recorded == session["expect"], "checkpoints as the recording expects"
@@ -380,9 +431,13 @@ def test_readme_docker_agent_yaml_wires_every_snapshot_event(tmp_path: Path, ser
 
 # Fast: cd_interrupt, which sends every event the README wires, through the hook
 # server as users run it; full: both recordings, each event in its own process.
-@pytest.mark.parametrize("case", fast_and_full(
-    (("claude_code_cd_interrupt",), "1"),
-    (("claude_code_session", "claude_code_cd_interrupt"), "0")))
+@pytest.mark.parametrize(
+    "case",
+    fast_and_full(
+        (("claude_code_cd_interrupt",), "1"),
+        (("claude_code_session", "claude_code_cd_interrupt"), "0"),
+    ),
+)
 def test_readme_claude_code_settings_wire_every_snapshot_event(
     tmp_path: Path, case: tuple[tuple[str, ...], str]
 ) -> None:

@@ -49,9 +49,13 @@ def test_parallel_hook_processes_lose_nothing(
             failures.append(f"{what}: exit {proc.returncode}, stderr {proc.stderr[-500:]!r}")
 
     def worker(rnd: int, i: int) -> None:
-        base = {"session_id": SESSIONS[i % 2], "cwd": str(repo),
-                "tool_name": f"edit_w{i}", "tool_use_id": f"r{rnd}-w{i}",
-                "tool_input": {"path": f"work/w{i}/out.txt"}}
+        base = {
+            "session_id": SESSIONS[i % 2],
+            "cwd": str(repo),
+            "tool_name": f"edit_w{i}",
+            "tool_use_id": f"r{rnd}-w{i}",
+            "tool_input": {"path": f"work/w{i}/out.txt"},
+        }
         barrier.wait()  # all pre_tool_use processes start together
         check(f"pre r{rnd} w{i}", run_hook({**base, "hook_event_name": "pre_tool_use"}, data_dir))
         write(repo, f"work/w{i}/out.txt", f"round {rnd} worker {i}\n")
@@ -76,9 +80,12 @@ def test_parallel_hook_processes_lose_nothing(
         i = int(cp["tool_name"].removeprefix("edit_w"))
         assert cp["kind"] == "tool" and cp["parent"] is None, f"unexpected checkpoint {cp}"
         assert cp["session_id"] == SESSIONS[i % 2], f"worker {i}'s change in the wrong session"
-        assert cp["files"] == [{"path": f"work/w{i}/out.txt",
-                                "status": "added" if not any(k[1] == i for k in seen)
-                                else "modified"}], f"worker {i}: files {cp['files']}"
+        assert cp["files"] == [
+            {
+                "path": f"work/w{i}/out.txt",
+                "status": "added" if not any(k[1] == i for k in seen) else "modified",
+            }
+        ], f"worker {i}: files {cp['files']}"
         entry = engine.entry(cp["after"], f"work/w{i}/out.txt")
         assert entry is not None, f"checkpoint {cp['id']}: out.txt missing from its after tree"
         content = engine.store.blob(entry[1]).decode()
@@ -91,8 +98,10 @@ def test_parallel_hook_processes_lose_nothing(
     # The shared manifest survived the parallel captures: a full capture sees each file as is.
     final = engine.capture().tree
     for i in range(workers):
-        for name, content in (("keep.txt", "tracked by nobody, present from the start\n"),
-                              ("out.txt", f"round {rounds - 1} worker {i}\n")):
+        for name, content in (
+            ("keep.txt", "tracked by nobody, present from the start\n"),
+            ("out.txt", f"round {rounds - 1} worker {i}\n"),
+        ):
             entry = engine.entry(final, f"work/w{i}/{name}")
             assert entry is not None and engine.store.blob(entry[1]) == content.encode(), (
                 f"work/w{i}/{name} wrong in a full capture after the run"
@@ -115,7 +124,8 @@ def test_a_killed_lock_holder_does_not_block_the_next_event(repo: Path, data_dir
     common = {"session_id": "s", "cwd": str(repo), "tool_name": "shell", "tool_use_id": "t1"}
     holder = subprocess.Popen(
         [sys.executable, "-c", LOCK_HOLDER, str(repo), str(data_dir)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     try:
         assert holder.stdout is not None and holder.stderr is not None

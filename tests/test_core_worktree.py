@@ -17,18 +17,24 @@ from pathlib import Path
 from conftest import git, write
 
 
-def snapshotter(data_dir: Path, *args: str | bytes,
-                timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
+def snapshotter(
+    data_dir: Path, *args: str | bytes, timeout: float = 120
+) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
         [sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), *args],
-        capture_output=True, check=False, timeout=timeout,
+        capture_output=True,
+        check=False,
+        timeout=timeout,
     )
 
 
 def hook(data_dir: Path, **event: str) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), "hook"],
-        input=json.dumps(event).encode(), capture_output=True, check=False, timeout=120,
+        input=json.dumps(event).encode(),
+        capture_output=True,
+        check=False,
+        timeout=120,
     )
     assert done.returncode == 0 and not done.stderr, done.stderr.decode(errors="replace")
 

@@ -51,11 +51,16 @@ from snapshotter.store import compaction
 RUNS = fast_and_full(8, 200)  # random-instant kills, after the pinned ones
 # (operation, file whose rename it dies just before, files the agent changes first)
 PINNED = [
-    ("undo", "worktree-file", 12), ("undo", "worktree-file-after", 12),
-    ("undo", "state.json", 12), ("turn_end", "state.json", 12),
-    ("capture", "manifest", 12), ("capture", "pack", 70), ("capture", "pack-index", 70),
+    ("undo", "worktree-file", 12),
+    ("undo", "worktree-file-after", 12),
+    ("undo", "state.json", 12),
+    ("turn_end", "state.json", 12),
+    ("capture", "manifest", 12),
+    ("capture", "pack", 70),
+    ("capture", "pack-index", 70),
     # (gc saves state.json only when retention drops something: no pin there.)
-    ("gc", "pack", 12), ("gc", "pack-index", 12),
+    ("gc", "pack", 12),
+    ("gc", "pack-index", 12),
 ]
 # SNAPSHOTTER_CRASH_OPS=undo: every random-instant run kills an undo.
 OPS = tuple(os.environ.get("SNAPSHOTTER_CRASH_OPS", "capture,turn_end,undo,gc").split(","))
@@ -150,8 +155,9 @@ def content(rel: str, gen: int, size: int) -> bytes:
 def whole(data: bytes) -> bool:
     body, sep, tail = data.rpartition(b"\nEND ")
     match = re.fullmatch(rb"(\d+) ([0-9a-f]{8})\n", tail)
-    return bool(sep and match and int(match[1]) == len(body)
-                and int(match[2], 16) == zlib.crc32(body))
+    return bool(
+        sep and match and int(match[1]) == len(body) and int(match[2], 16) == zlib.crc32(body)
+    )
 
 
 class Work:
@@ -161,9 +167,13 @@ class Work:
         self.root, self.rng, self.gen = root, rng, 0
 
     def files(self) -> list[Path]:
-        return sorted(p for p in self.root.rglob("*")
-                      if p.is_file() and ".git" not in p.relative_to(self.root).parts
-                      and not p.name.startswith(TEMP_PREFIX))
+        return sorted(
+            p
+            for p in self.root.rglob("*")
+            if p.is_file()
+            and ".git" not in p.relative_to(self.root).parts
+            and not p.name.startswith(TEMP_PREFIX)
+        )
 
     def mutate(self, count: int | None = None) -> None:
         self.gen += 1
@@ -201,19 +211,22 @@ def prepare(op: str, work: Work, data_dir: Path, root: Path, count: int | None =
 def leftovers(store: Path, root: Path) -> dict[str, list[str]]:
     objects = store / "git" / "objects"
     found: dict[str, list[str]] = {"store": [], "objects": [], "worktree": []}
-    found["store"] = [n for n in os.listdir(store)
-                      if n.startswith(TEMP_PREFIX) or n == "index.lock"]
+    found["store"] = [
+        n for n in os.listdir(store) if n.startswith(TEMP_PREFIX) or n == "index.lock"
+    ]
     for dirpath, _dirs, files in os.walk(objects):
         rel = Path(dirpath).relative_to(objects)
         if rel.name == compaction.SCRATCH:
             found["objects"].append(str(rel))
-        found["objects"] += [str(rel / n) for n in files
-                             if n.startswith("tmp") or (rel.name == "pack" and not re.fullmatch(
-                                 r"pack-[0-9a-f]{40}\.(pack|idx|rev)", n))]
+        found["objects"] += [
+            str(rel / n)
+            for n in files
+            if n.startswith("tmp")
+            or (rel.name == "pack" and not re.fullmatch(r"pack-[0-9a-f]{40}\.(pack|idx|rev)", n))
+        ]
     for dirpath, dirs, files in os.walk(root):
         dirs[:] = [d for d in dirs if d != ".git"]
-        found["worktree"] += [os.path.join(dirpath, n) for n in files
-                              if n.startswith(TEMP_PREFIX)]
+        found["worktree"] += [os.path.join(dirpath, n) for n in files if n.startswith(TEMP_PREFIX)]
     return found
 
 
@@ -259,7 +272,11 @@ class Zygote:
         with open(err_log, "wb") as err:
             self.proc = subprocess.Popen(
                 [sys.executable, "-c", ZYGOTE, str(root), str(data_dir), SESSION],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True, bufsize=1,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                text=True,
+                bufsize=1,
                 env={**os.environ, "SNAPSHOTTER_HOOK_SERVER": "0"},  # the child does the work
             )
         assert self._read() == "ready", err_log.read_text()
@@ -314,8 +331,9 @@ def blob_at(engine: Engine, tree: str, rel: str) -> bytes | None:
     return engine.store.blob(found[1]) if found is not None else None
 
 
-def check_undo(root: Path, data_dir: Path, pre: dict[str, bytes], target: int | None,
-               lost: list[int]) -> list[str]:
+def check_undo(
+    root: Path, data_dir: Path, pre: dict[str, bytes], target: int | None, lost: list[int]
+) -> list[str]:
     """After a (killed) undo and the next open: finished or not begun, nothing lost."""
     engine = Engine.open(root, data_dir_path=data_dir)
     assert engine is not None
@@ -332,11 +350,13 @@ def check_undo(root: Path, data_dir: Path, pre: dict[str, bytes], target: int | 
                 stack.extend(str(e.id) for e in obj)
             else:
                 live.add(obj.id.raw)
-    gone = [rel for rel, data in pre.items()
-            if data not in now.values() and pygit2.hash(data).raw not in live]
+    gone = [
+        rel
+        for rel, data in pre.items()
+        if data not in now.values() and pygit2.hash(data).raw not in live
+    ]
     lost.append(sum(len(pre[rel]) for rel in gone))
-    problems = [f"bytes the worktree held when the undo began are gone: {gone[:3]}"] if gone \
-        else []
+    problems = [f"bytes the worktree held when the undo began are gone: {gone[:3]}"] if gone else []
     cp = state.by_id(target) if target is not None else None
     if getattr(state, "restoring", None) is not None:
         problems.append("the next open left the restore's journal open")
@@ -354,8 +374,10 @@ def check_undo(root: Path, data_dir: Path, pre: dict[str, bytes], target: int | 
     else:
         wrong = [p for p in paths if now.get(p) != pre.get(p)]
     if wrong:
-        problems.append(f"checkpoint {target} {'undone' if cp.undone else 'live'} but files "
-                        f"are half restored: {wrong[:3]}")
+        problems.append(
+            f"checkpoint {target} {'undone' if cp.undone else 'live'} but files "
+            f"are half restored: {wrong[:3]}"
+        )
     return problems
 
 
@@ -406,10 +428,13 @@ def test_11_killed_at_any_instant_leaves_a_consistent_store(
     tmp_path: Path, data_dir: Path, runs: int
 ) -> None:
     rng = random.Random(int(os.environ.get("SNAPSHOTTER_CRASH_SEED", "11")))
-    root = make_repo(tmp_path / "repo", {
-        f"pkg{i % 8}/m{i}.txt": content(f"pkg{i % 8}/m{i}.txt", 0, 2000 + 97 * i)
-        for i in range(BASE_FILES)
-    })
+    root = make_repo(
+        tmp_path / "repo",
+        {
+            f"pkg{i % 8}/m{i}.txt": content(f"pkg{i % 8}/m{i}.txt", 0, 2000 + 97 * i)
+            for i in range(BASE_FILES)
+        },
+    )
     work = Work(root, rng)
     hook(data_dir, root, "session_start")
     engine = Engine.open(root, data_dir_path=data_dir)
@@ -440,11 +465,14 @@ def test_11_killed_at_any_instant_leaves_a_consistent_store(
                 seen[kind] += len(names)
             if pin == "worktree-file":
                 assert leftovers(store, root)["worktree"], "the killed restore left its temp file"
-            problems += [f"pinned {op}/{pin}: {p}" for p in
-                         check_after_kill(root, data_dir, store, final=False)]
+            problems += [
+                f"pinned {op}/{pin}: {p}"
+                for p in check_after_kill(root, data_dir, store, final=False)
+            ]
             if op == "undo":
-                problems += [f"pinned {op}/{pin}: {p}" for p in
-                             check_undo(root, data_dir, pre, target, lost)]
+                problems += [
+                    f"pinned {op}/{pin}: {p}" for p in check_undo(root, data_dir, pre, target, lost)
+                ]
         assert not problems, "\n".join(problems)
 
         started = time.monotonic()
@@ -462,8 +490,9 @@ def test_11_killed_at_any_instant_leaves_a_consistent_store(
             else:
                 completed[op] += 1
                 if done["code"] != 0:
-                    problems.append(f"run {run} ({op}) failed unkilled: "
-                                    f"{zygote.err_log.read_text()}")
+                    problems.append(
+                        f"run {run} ({op}) failed unkilled: {zygote.err_log.read_text()}"
+                    )
                 else:
                     # It finished within the delay: the operation now takes at most
                     # that long. Recalibrate, or on a machine whose load changes (the
@@ -472,8 +501,10 @@ def test_11_killed_at_any_instant_leaves_a_consistent_store(
             for kind, names in leftovers(store, root).items():
                 seen[kind] += len(names)
             where = f"run {run} ({op}, {'killed' if done['killed'] else 'completed'})"
-            problems += [f"{where}: {p}" for p in
-                         check_after_kill(root, data_dir, store, final=run == runs - 1)]
+            problems += [
+                f"{where}: {p}"
+                for p in check_after_kill(root, data_dir, store, final=run == runs - 1)
+            ]
             if op == "undo":
                 problems += [f"{where}: {p}" for p in check_undo(root, data_dir, pre, target, lost)]
             spent["prepare"] += t1 - t0
@@ -486,20 +517,28 @@ def test_11_killed_at_any_instant_leaves_a_consistent_store(
         zygote.close()
 
     total_killed = sum(killed.values())
-    print(f"\n[crash-injection] {pinned} pinned kills (just before each kind of rename), "
-          f"then {runs} random-instant runs in {elapsed:.1f}s "
-          "(long form, 200 kills: pytest -m slow; SNAPSHOTTER_CRASH_OPS=undo: undo only)")
+    print(
+        f"\n[crash-injection] {pinned} pinned kills (just before each kind of rename), "
+        f"then {runs} random-instant runs in {elapsed:.1f}s "
+        "(long form, 200 kills: pytest -m slow; SNAPSHOTTER_CRASH_OPS=undo: undo only)"
+    )
     for op in OPS:
-        print(f"[crash-injection]   {op:<9} killed mid-way {killed[op]:>3}, "
-              f"finished before the kill {completed[op]:>3} "
-              f"(unkilled it takes {duration[op] * 1000:.0f} ms here)")
-    print(f"[crash-injection] leftovers found right after the kills: store dir {seen['store']}, "
-          f"objects {seen['objects']}, worktree {seen['worktree']}; "
-          f"left after the next open, capture and gc: {'see failures' if problems else 0}")
+        print(
+            f"[crash-injection]   {op:<9} killed mid-way {killed[op]:>3}, "
+            f"finished before the kill {completed[op]:>3} "
+            f"(unkilled it takes {duration[op] * 1000:.0f} ms here)"
+        )
+    print(
+        f"[crash-injection] leftovers found right after the kills: store dir {seen['store']}, "
+        f"objects {seen['objects']}, worktree {seen['worktree']}; "
+        f"left after the next open, capture and gc: {'see failures' if problems else 0}"
+    )
     print("[crash-injection] time: " + ", ".join(f"{k} {v:.1f}s" for k, v in spent.items()))
     print(f"[crash-injection] undos checked {len(lost)}, bytes lost {sum(lost)}")
-    print(f"[crash-injection] corrupt stores: {len(problems)}, "
-          f"dangling checkpoints: {sum('missing' in p or 'nothing' in p for p in problems)}")
+    print(
+        f"[crash-injection] corrupt stores: {len(problems)}, "
+        f"dangling checkpoints: {sum('missing' in p or 'nothing' in p for p in problems)}"
+    )
     assert not problems, "\n".join(problems)
     assert total_killed >= runs // 2, (
         f"only {total_killed} of {runs} runs were killed mid-operation: the test proves little"

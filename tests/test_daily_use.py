@@ -14,8 +14,11 @@ from typing import Any
 from builders import argv, event, hook_ok, run_cli, run_hook, turn, write
 
 
-def sn(*args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None,
-       ) -> subprocess.CompletedProcess[str]:
+def sn(
+    *args: str | Path,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
     return run_cli(*args, cwd=cwd, env=env, errors="replace")
 
 
@@ -73,8 +76,11 @@ def test_too_many_files_names_the_option_to_raise(repo: Path) -> None:
 
 
 def test_a_latin1_stdout_falls_back_to_ascii(repo: Path) -> None:
-    tool: dict[str, Any] = {"tool_name": "edit_file", "tool_use_id": "t",
-                            "tool_input": {"path": "README.md"}}
+    tool: dict[str, Any] = {
+        "tool_name": "edit_file",
+        "tool_use_id": "t",
+        "tool_input": {"path": "README.md"},
+    }
     hook_ok(event("turn_start", repo))
     hook_ok(event("pre_tool_use", repo, **tool))
     write(repo, "README.md", "caf\u00e9 \u2603\n")
@@ -93,8 +99,9 @@ def test_a_latin1_stdout_falls_back_to_ascii(repo: Path) -> None:
 def on_a_terminal(args: list[str], env: dict[str, str]) -> tuple[int, str]:
     """Run with stderr on a pseudo-terminal (stdout piped); (exit code, what the tty saw)."""
     leader, follower = pty.openpty()
-    proc = subprocess.Popen(argv(None, *args), stdout=subprocess.PIPE,
-                            stderr=follower, env={**os.environ, **env})
+    proc = subprocess.Popen(
+        argv(None, *args), stdout=subprocess.PIPE, stderr=follower, env={**os.environ, **env}
+    )
     os.close(follower)
     seen = b""
     while True:

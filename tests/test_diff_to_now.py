@@ -53,8 +53,13 @@ class Sn:
         r = self(("hook"), stdin=json.dumps(payload).encode())
         assert r.code == 0 and r.err == "", f"hook {name} failed: {r.err}"
 
-    def turn(self, root: Path, edits: dict[str, str | bytes | None],
-             cwd: Path | None = None, modes: dict[str, int] | None = None) -> None:
+    def turn(
+        self,
+        root: Path,
+        edits: dict[str, str | bytes | None],
+        cwd: Path | None = None,
+        modes: dict[str, int] | None = None,
+    ) -> None:
         """One agent turn that makes ``edits`` (None deletes the file) and ``modes``."""
         self.event(root, "turn_start", cwd)
         for rel, content in edits.items():
@@ -85,7 +90,8 @@ def newest_id(sn: Sn, root: Path) -> int:
 
 
 def test_to_now_includes_later_edits_and_files_the_checkpoint_did_not_touch(
-        sn: Sn, repo: Path) -> None:
+    sn: Sn, repo: Path
+) -> None:
     sn.turn(repo, {"src/app.py": "print('agent')\n"})
     cp = newest_id(sn, repo)
     write(repo, "src/app.py", "print('user')\n")  # the user edits after the checkpoint
@@ -97,14 +103,21 @@ def test_to_now_includes_later_edits_and_files_the_checkpoint_did_not_touch(
 
     assert r.code == 0, f"diff --to-now failed: {r.err}"
     assert "-print('hi')" in r.out and "+print('user')" in r.out, (
-        f"from the checkpoint's before to the file as it is now: {r.out}")
+        f"from the checkpoint's before to the file as it is now: {r.out}"
+    )
     assert "print('agent')" not in r.out, f"the in-between state is not shown: {r.out}"
-    for expected in ("+++ b/README.md", "+# user too", "+++ b/notes.txt",
-                     "--- a/src/util.py", "+++ /dev/null"):
+    for expected in (
+        "+++ b/README.md",
+        "+# user too",
+        "+++ b/notes.txt",
+        "--- a/src/util.py",
+        "+++ /dev/null",
+    ):
         assert expected in r.out, f"every file that differs now is shown ({expected!r}): {r.out}"
     plain = sn("diff", cp, "-C", repo)
     assert "README.md" not in plain.out and "+print('agent')" in plain.out, (
-        f"without --to-now the checkpoint's own before → after: {plain.out}")
+        f"without --to-now the checkpoint's own before → after: {plain.out}"
+    )
 
 
 def test_dotted_spelling_is_to_now(sn: Sn, repo: Path) -> None:
@@ -115,7 +128,8 @@ def test_dotted_spelling_is_to_now(sn: Sn, repo: Path) -> None:
     flag = sn("diff", "1", "--to-now", "-C", repo)
 
     assert dotted.code == 0 and dotted.out == flag.out, (
-        f"`diff 1..` is `diff 1 --to-now`:\n{dotted.out}{dotted.err}\nvs\n{flag.out}")
+        f"`diff 1..` is `diff 1 --to-now`:\n{dotted.out}{dotted.err}\nvs\n{flag.out}"
+    )
     assert "+# later" in dotted.out, dotted.out
     for bad in ("1..2", "..", "x..", "-1"):
         r = sn("diff", bad, "-C", repo)
@@ -142,7 +156,8 @@ def test_to_now_names_files_too_large_to_capture(sn: Sn, repo: Path) -> None:
 
     assert r.code == 0, r.err
     assert "huge.bin" not in r.out and re.search(r"huge\.bin.*skipped", r.err), (
-        f"a new file over the size limit is named on stderr, not diffed: {r.out!r} {r.err!r}")
+        f"a new file over the size limit is named on stderr, not diffed: {r.out!r} {r.err!r}"
+    )
     data = json.loads(sn("diff", "1..", "--json", "-C", repo).out)
     assert [s["path"] for s in data["skipped"]] == ["huge.bin"], data
 
@@ -154,9 +169,11 @@ def test_to_now_stat_counts_what_changed_since(sn: Sn, repo: Path) -> None:
 
     r = sn("diff", "1", "--to-now", "--stat", "-C", repo)
 
-    assert r.out == (" extra.txt  | 3 +++\n"
-                     " src/app.py | 3 ++-\n"
-                     " 2 files changed, 5 insertions(+), 1 deletion(-)\n"), r.out
+    assert r.out == (
+        " extra.txt  | 3 +++\n"
+        " src/app.py | 3 ++-\n"
+        " 2 files changed, 5 insertions(+), 1 deletion(-)\n"
+    ), r.out
 
 
 # -- --json ----------------------------------------------------------------------------
@@ -168,8 +185,15 @@ def files_by_path(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def test_json_gives_status_line_counts_and_sizes(sn: Sn, repo: Path) -> None:
     write(repo, "logo.png", b"\x89PNG\0" + b"a" * 7)  # 12 bytes, binary
-    sn.turn(repo, {"src/app.py": "print('a')\nprint('b')\n", "new.txt": "n\n",
-                   "src/util.py": None, "logo.png": b"\x89PNG\0" + b"b" * 35})
+    sn.turn(
+        repo,
+        {
+            "src/app.py": "print('a')\nprint('b')\n",
+            "new.txt": "n\n",
+            "src/util.py": None,
+            "logo.png": b"\x89PNG\0" + b"b" * 35,
+        },
+    )
 
     r = sn("diff", "--json", "-C", repo)
 
@@ -177,14 +201,38 @@ def test_json_gives_status_line_counts_and_sizes(sn: Sn, repo: Path) -> None:
     data = json.loads(r.out)  # one JSON document and nothing else
     assert data["checkpoint"] == 1 and data["to_now"] is False, data
     assert files_by_path(data) == {
-        "logo.png": {"status": "modified", "binary": True, "added": None, "removed": None,
-                     "old_size": 12, "new_size": 40},
-        "new.txt": {"status": "added", "binary": False, "added": 1, "removed": 0,
-                    "old_size": None, "new_size": 2},
-        "src/app.py": {"status": "modified", "binary": False, "added": 2, "removed": 1,
-                       "old_size": 12, "new_size": 22},
-        "src/util.py": {"status": "deleted", "binary": False, "added": 0, "removed": 1,
-                        "old_size": 6, "new_size": None},
+        "logo.png": {
+            "status": "modified",
+            "binary": True,
+            "added": None,
+            "removed": None,
+            "old_size": 12,
+            "new_size": 40,
+        },
+        "new.txt": {
+            "status": "added",
+            "binary": False,
+            "added": 1,
+            "removed": 0,
+            "old_size": None,
+            "new_size": 2,
+        },
+        "src/app.py": {
+            "status": "modified",
+            "binary": False,
+            "added": 2,
+            "removed": 1,
+            "old_size": 12,
+            "new_size": 22,
+        },
+        "src/util.py": {
+            "status": "deleted",
+            "binary": False,
+            "added": 0,
+            "removed": 1,
+            "old_size": 6,
+            "new_size": None,
+        },
     }, data
 
 
@@ -197,8 +245,14 @@ def test_json_to_now_and_a_type_change_is_one_entry(sn: Sn, repo: Path) -> None:
 
     assert data["to_now"] is True and data["to"] != data["from"], data
     found = files_by_path(data)
-    assert found["README.md"] == {"status": "modified", "binary": False, "added": 1,
-                                  "removed": 1, "old_size": 7, "new_size": 10}, found
+    assert found["README.md"] == {
+        "status": "modified",
+        "binary": False,
+        "added": 1,
+        "removed": 1,
+        "old_size": 7,
+        "new_size": 10,
+    }, found
     assert found["src/app.py"]["status"] == "modified", found
 
 
@@ -223,8 +277,9 @@ STAT_AFTER: dict[str, str | bytes | None] = {
 
 
 @pytest.mark.parametrize("columns", [None, "80", "40", "200", "10"])
-def test_stat_matches_git(sn: Sn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                          columns: str | None) -> None:
+def test_stat_matches_git(
+    sn: Sn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, columns: str | None
+) -> None:
     root = make_repo(tmp_path / "r", STAT_BEFORE)
     sn.turn(root, STAT_AFTER, modes={"mode.sh": 0o755})
     git(root, "add", "-A")
@@ -232,11 +287,11 @@ def test_stat_matches_git(sn: Sn, tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         monkeypatch.setenv("COLUMNS", columns)
 
     ours = sn("diff", "--stat", "-C", root).out
-    theirs = git(root, "-c", "core.quotePath=false", "diff", "--cached", "--stat",
-                 "--no-renames")
+    theirs = git(root, "-c", "core.quotePath=false", "diff", "--cached", "--stat", "--no-renames")
 
-    assert ours == theirs, f"--stat should be laid out as git's (COLUMNS={columns}):\n" \
-                           f"ours:\n{ours}\ngit:\n{theirs}"
+    assert ours == theirs, (
+        f"--stat should be laid out as git's (COLUMNS={columns}):\nours:\n{ours}\ngit:\n{theirs}"
+    )
 
 
 def test_stat_pads_wide_names_by_their_columns_as_git(sn: Sn, tmp_path: Path) -> None:
@@ -271,9 +326,8 @@ def rendered(data: bytes) -> list[tuple[str, frozenset[str]]]:
     shown: list[tuple[str, frozenset[str]]] = []
     pos = 0
     for match in [*SGR.finditer(data), None]:
-        text = data[pos:match.start() if match else len(data)].decode(errors="replace")
-        shown.extend((ch, frozenset() if ch == "\n" else frozenset(state.values()))
-                     for ch in text)
+        text = data[pos : match.start() if match else len(data)].decode(errors="replace")
+        shown.extend((ch, frozenset() if ch == "\n" else frozenset(state.values())) for ch in text)
         if match is None:
             break
         for code in match.group(1).decode().split(";"):
@@ -288,20 +342,37 @@ def rendered(data: bytes) -> list[tuple[str, frozenset[str]]]:
 def test_colours_are_gits(sn: Sn, tmp_path: Path) -> None:
     before: dict[str, str | bytes] = {
         "p.py": "def foo():\n" + "".join(f"    v{i} = {i}\n" for i in range(8)),
-        "f.txt": "a\nb\nc\n", "gone.txt": "x\n", "img.bin": b"x\0y", "run.sh": "echo\n"}
+        "f.txt": "a\nb\nc\n",
+        "gone.txt": "x\n",
+        "img.bin": b"x\0y",
+        "run.sh": "echo\n",
+    }
     root = make_repo(tmp_path / "r", before)
-    sn.turn(root, {"p.py": str(before["p.py"]).replace("v7 = 7", "v7 = 70"),
-                   "f.txt": "a\nB\nc", "gone.txt": None, "img.bin": b"xy\0", "new.txt": "n\n"},
-            modes={"run.sh": 0o755})
+    sn.turn(
+        root,
+        {
+            "p.py": str(before["p.py"]).replace("v7 = 7", "v7 = 70"),
+            "f.txt": "a\nB\nc",
+            "gone.txt": None,
+            "img.bin": b"xy\0",
+            "new.txt": "n\n",
+        },
+        modes={"run.sh": 0o755},
+    )
     git(root, "add", "-A")
 
     ours = sn("diff", "1", "--color=always", "-C", root).out.encode()
-    theirs = subprocess.run(["git", "diff", "--cached", "--no-renames", "--color=always"],
-                            cwd=root, capture_output=True, check=True).stdout
+    theirs = subprocess.run(
+        ["git", "diff", "--cached", "--no-renames", "--color=always"],
+        cwd=root,
+        capture_output=True,
+        check=True,
+    ).stdout
 
     assert SGR.sub(b"", ours) == SGR.sub(b"", theirs), "the same diff text as git"
     assert rendered(ours) == rendered(theirs), (
-        f"coloured as git colours it:\nours:\n{ours!r}\ngit:\n{theirs!r}")
+        f"coloured as git colours it:\nours:\n{ours!r}\ngit:\n{theirs!r}"
+    )
     assert b"\x1b[36m@@" in ours and b"\x1b[1mdiff --git" in ours, ours
 
 
@@ -311,8 +382,9 @@ def test_stat_colours_the_graph(sn: Sn, repo: Path) -> None:
     assert "| 3 \x1b[32m++\x1b[m\x1b[31m-\x1b[m\n" in r.out, f"+ green, - red: {r.out!r}"
 
 
-def test_no_colour_when_not_a_terminal_or_asked_never(sn: Sn, repo: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_colour_when_not_a_terminal_or_asked_never(
+    sn: Sn, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     sn.turn(repo, {"src/app.py": "print('x')\n"})
     for args in ([], ["--color=auto"], ["--color=never"], ["--stat"]):
         r = sn("diff", *args, "-C", repo)
@@ -320,7 +392,8 @@ def test_no_colour_when_not_a_terminal_or_asked_never(sn: Sn, repo: Path,
     monkeypatch.setenv("NO_COLOR", "1")
     forced = sn("diff", "--color=always", "-C", repo)
     assert "\x1b[31m-print('hi')\x1b[m" in forced.out, (
-        f"--color=always wins over NO_COLOR: {forced.out!r}")
+        f"--color=always wins over NO_COLOR: {forced.out!r}"
+    )
     bad = sn("diff", "--color=sometimes", "-C", repo)
     assert bad.code == 2, f"an unknown --color is a usage error: {bad.err}"
 
@@ -330,9 +403,13 @@ def test_diff_is_gits_bytes_for_non_utf8_content(sn: Sn, tmp_path: Path) -> None
     sn.turn(root, {"latin.txt": b"na\xefve \xff\n", "crlf.txt": b"a\r\nb\r\n"})
     git(root, "add", "-A")
 
-    ours = subprocess.run([sys.executable, "-m", "snapshotter", "diff", "1", "-C", str(root)],
-                          capture_output=True, check=True).stdout
-    theirs = subprocess.run(["git", "diff", "--cached", "--no-renames"], cwd=root,
-                            capture_output=True, check=True).stdout
+    ours = subprocess.run(
+        [sys.executable, "-m", "snapshotter", "diff", "1", "-C", str(root)],
+        capture_output=True,
+        check=True,
+    ).stdout
+    theirs = subprocess.run(
+        ["git", "diff", "--cached", "--no-renames"], cwd=root, capture_output=True, check=True
+    ).stdout
 
     assert ours == theirs, f"the diff is git's, byte for byte:\nours {ours!r}\ngit  {theirs!r}"

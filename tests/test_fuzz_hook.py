@@ -36,27 +36,77 @@ from snapshotter.hooks import client
 SIZES = fast_and_full((200, 3), (10_000, 24))
 
 EVENTS = [
-    "session_start", "turn_start", "turn_end", "pre_tool_use", "post_tool_use", "session_end",
-    "SessionStart", "UserPromptSubmit", "Stop", "PreToolUse", "PostToolUse", "SessionEnd",
-    "Notification", "before_llm_call", "permission_request", "", "TURN_END", "turn_end\x00",
-    " turn_end", "turn_end\u200b",
+    "session_start",
+    "turn_start",
+    "turn_end",
+    "pre_tool_use",
+    "post_tool_use",
+    "session_end",
+    "SessionStart",
+    "UserPromptSubmit",
+    "Stop",
+    "PreToolUse",
+    "PostToolUse",
+    "SessionEnd",
+    "Notification",
+    "before_llm_call",
+    "permission_request",
+    "",
+    "TURN_END",
+    "turn_end\x00",
+    " turn_end",
+    "turn_end\u200b",
 ]
 PATHY = [
-    "../../etc", "../../etc/passwd", "/etc/passwd", "..", ".", "/", "~", "~root/.ssh",
-    "a/../../b", "..\\..\\windows\\system32", "\x00", "a\x00b", "nul", "con:", "snapshot",
-    "../snapshot/x", "state.json", "lock", "hook.log", ".git", ".git/config", "-rf",
-    "--data-dir=/tmp/x", "$(touch pwned)", "`touch pwned`", "%2e%2e%2f", "\u202etxt.exe",
-    "\ud800", "\udfff\ud800", "e\u0301", "\ufeff", "🎉" * 50, "x" * 5000, "\n", " ",
+    "../../etc",
+    "../../etc/passwd",
+    "/etc/passwd",
+    "..",
+    ".",
+    "/",
+    "~",
+    "~root/.ssh",
+    "a/../../b",
+    "..\\..\\windows\\system32",
+    "\x00",
+    "a\x00b",
+    "nul",
+    "con:",
+    "snapshot",
+    "../snapshot/x",
+    "state.json",
+    "lock",
+    "hook.log",
+    ".git",
+    ".git/config",
+    "-rf",
+    "--data-dir=/tmp/x",
+    "$(touch pwned)",
+    "`touch pwned`",
+    "%2e%2e%2f",
+    "\u202etxt.exe",
+    "\ud800",
+    "\udfff\ud800",
+    "e\u0301",
+    "\ufeff",
+    "🎉" * 50,
+    "x" * 5000,
+    "\n",
+    " ",
 ]
 SAFE_IDS = ["s1", "s2", "agent/../../s3"]
 
 
 def anything() -> st.SearchStrategy[Any]:
     return st.recursive(
-        st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True)
+        st.none()
+        | st.booleans()
+        | st.integers()
+        | st.floats(allow_nan=True)
         | st.text(max_size=12),
-        lambda inner: st.lists(inner, max_size=4)
-        | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+        lambda inner: (
+            st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+        ),
         max_leaves=10,
     )
 
@@ -67,30 +117,53 @@ def odd_text() -> st.SearchStrategy[str]:
 
 
 def payloads(repo: Path, sentinel: Path) -> st.SearchStrategy[dict[str, Any]]:
-    cwds = [str(repo), str(repo / "src"), str(repo / ".git"), str(repo / "missing"),
-            str(sentinel), f"{repo}/../repo", "", "relative/dir"]
+    cwds = [
+        str(repo),
+        str(repo / "src"),
+        str(repo / ".git"),
+        str(repo / "missing"),
+        str(sentinel),
+        f"{repo}/../repo",
+        "",
+        "relative/dir",
+    ]
     cwd = st.sampled_from(cwds) | st.sampled_from(cwds) | odd_text() | anything()
     session = st.sampled_from(SAFE_IDS) | st.sampled_from(SAFE_IDS) | odd_text() | anything()
     text_or_any = odd_text() | anything()
     base = st.fixed_dictionaries(
         {"hook_event_name": st.sampled_from(EVENTS) | st.sampled_from(EVENTS[:6]) | anything()},
         optional={
-            "session_id": session, "cwd": cwd, "tool_name": text_or_any,
-            "tool_use_id": text_or_any, "tool_input": anything(), "tool_response": anything(),
-            "tool_error": anything(), "reason": text_or_any, "source": text_or_any,
-            "iteration": anything(), "messages": anything(), "transcript_path": odd_text(),
+            "session_id": session,
+            "cwd": cwd,
+            "tool_name": text_or_any,
+            "tool_use_id": text_or_any,
+            "tool_input": anything(),
+            "tool_response": anything(),
+            "tool_error": anything(),
+            "reason": text_or_any,
+            "source": text_or_any,
+            "iteration": anything(),
+            "messages": anything(),
+            "transcript_path": odd_text(),
             "stop_hook_active": anything(),
         },
     )
     # Well-typed events on the real worktree, so hostile ids and strings reach
     # the capture and the persisted state, not only the validation.
     plausible = st.fixed_dictionaries(
-        {"hook_event_name": st.sampled_from(EVENTS[:12]),
-         "session_id": st.sampled_from(SAFE_IDS) | st.sampled_from(SAFE_IDS) | odd_text(),
-         "cwd": st.sampled_from([str(repo), str(repo), str(repo / "src")])},
-        optional={"tool_name": odd_text(), "tool_use_id": odd_text(), "reason": odd_text(),
-                  "tool_input": st.dictionaries(st.text(max_size=8), anything(), max_size=3),
-                  "tool_response": anything(), "source": odd_text()},
+        {
+            "hook_event_name": st.sampled_from(EVENTS[:12]),
+            "session_id": st.sampled_from(SAFE_IDS) | st.sampled_from(SAFE_IDS) | odd_text(),
+            "cwd": st.sampled_from([str(repo), str(repo), str(repo / "src")]),
+        },
+        optional={
+            "tool_name": odd_text(),
+            "tool_use_id": odd_text(),
+            "reason": odd_text(),
+            "tool_input": st.dictionaries(st.text(max_size=8), anything(), max_size=3),
+            "tool_response": anything(),
+            "source": odd_text(),
+        },
     )
     extra = st.dictionaries(st.text(max_size=10), anything(), max_size=3)
     return st.builds(lambda b, e: {**e, **b}, base | plausible | plausible, extra)
@@ -105,18 +178,33 @@ def encodings(repo: Path, sentinel: Path) -> st.SearchStrategy[bytes]:
         obj.map(lambda o: json.dumps(o).encode()),
         obj.map(lambda o: json.dumps(o, ensure_ascii=False).encode("utf-8", "surrogatepass")),
         st.tuples(obj, st.integers(min_value=0, max_value=200)).map(
-            lambda t: json.dumps(t[0]).encode()[: t[1]]),
+            lambda t: json.dumps(t[0]).encode()[: t[1]]
+        ),
         anything().map(lambda o: json.dumps(o).encode()),
         st.binary(max_size=300),
     )
 
 
 ARGS: st.SearchStrategy[list[str]] = st.one_of(
-    st.just([]), st.just([]),
-    st.lists(st.sampled_from([
-        "max_new_file_size=1KiB", "max_new_file_size=-5", "max_new_file_size=abc", "garbage",
-        "=", "max_age_days=x", "max_checkpoints=0", "max_store_size=1", "max_files=2",
-    ]) | st.text(max_size=20), max_size=2),
+    st.just([]),
+    st.just([]),
+    st.lists(
+        st.sampled_from(
+            [
+                "max_new_file_size=1KiB",
+                "max_new_file_size=-5",
+                "max_new_file_size=abc",
+                "garbage",
+                "=",
+                "max_age_days=x",
+                "max_checkpoints=0",
+                "max_store_size=1",
+                "max_files=2",
+            ]
+        )
+        | st.text(max_size=20),
+        max_size=2,
+    ),
 )
 
 
@@ -149,8 +237,11 @@ def strings(obj: Any) -> Any:
 
 def run_process(raw: bytes, data_dir: Path) -> tuple[int, str, str]:
     done = run_hook(raw, data_dir)
-    return (done.returncode, done.stdout.decode(errors="replace"),
-            done.stderr.decode(errors="replace"))
+    return (
+        done.returncode,
+        done.stdout.decode(errors="replace"),
+        done.stderr.decode(errors="replace"),
+    )
 
 
 def replay_through_server(
@@ -187,8 +278,13 @@ def replay_through_server(
 
 @pytest.mark.parametrize("size", SIZES)
 def test_14_fuzzed_hook_input_never_fails_or_writes_outside_the_data_dir(
-    tmp_path: Path, hermetic: Path, data_dir: Path, repo: Path,
-    monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest, size: tuple[int, int],
+    tmp_path: Path,
+    hermetic: Path,
+    data_dir: Path,
+    repo: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+    size: tuple[int, int],
 ) -> None:
     examples, subprocess_sample = size
     sentinel = tmp_path / "sentinel"
@@ -207,8 +303,13 @@ def test_14_fuzzed_hook_input_never_fails_or_writes_outside_the_data_dir(
     rng = random.Random(14)
     started = time.monotonic()
 
-    @settings(max_examples=examples, deadline=None, database=None, derandomize=True,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        database=None,
+        derandomize=True,
+        suppress_health_check=list(HealthCheck),
+    )
     @given(raw=encodings(repo, sentinel), args=ARGS)
     def one(raw: bytes, args: list[str]) -> None:
         counts["in-process"] += 1
@@ -229,12 +330,25 @@ def test_14_fuzzed_hook_input_never_fails_or_writes_outside_the_data_dir(
     in_process_s = time.monotonic() - started
 
     nasty = [
-        json.dumps({"session_id": "../../etc", "cwd": str(repo),
-                    "hook_event_name": "turn_start"}).encode(),
-        json.dumps({"session_id": "../../etc", "cwd": str(repo),
-                    "hook_event_name": "turn_end", "reason": "\ud800" * 3}).encode(),
-        json.dumps({"session_id": "x" * 3_000_000, "cwd": str(repo),
-                    "hook_event_name": "pre_tool_use", "tool_use_id": "/etc/passwd"}).encode(),
+        json.dumps(
+            {"session_id": "../../etc", "cwd": str(repo), "hook_event_name": "turn_start"}
+        ).encode(),
+        json.dumps(
+            {
+                "session_id": "../../etc",
+                "cwd": str(repo),
+                "hook_event_name": "turn_end",
+                "reason": "\ud800" * 3,
+            }
+        ).encode(),
+        json.dumps(
+            {
+                "session_id": "x" * 3_000_000,
+                "cwd": str(repo),
+                "hook_event_name": "pre_tool_use",
+                "tool_use_id": "/etc/passwd",
+            }
+        ).encode(),
         b'{"session_id": "\xff\xfe", "cwd": "' + str(repo).encode() + b'", "hook_event_name": 1}',
         b'{"cwd": "' + str(repo).encode() + b'\\u0000/x", "session_id": "s", '
         b'"hook_event_name": "turn_start"}',
@@ -248,16 +362,20 @@ def test_14_fuzzed_hook_input_never_fails_or_writes_outside_the_data_dir(
     for how, outcome in (("in its own process", results), ("through the hook server", served)):
         for raw, (code, out, err) in zip(replay, outcome, strict=True):
             if code != 0 or "Traceback" in err or out.strip() not in ("", "{}"):
-                problems.append(f"{how}: {raw[:200]!r}: exit {code}, stdout {out[:200]!r}, "
-                                f"{err[-1500:]}")
+                problems.append(
+                    f"{how}: {raw[:200]!r}: exit {code}, stdout {out[:200]!r}, {err[-1500:]}"
+                )
     assert not problems, "real processes failed:\n" + "\n".join(problems)
 
     after = {root: listing(root, skip) for root, skip in watched.items()}
     for root in watched:
         new = sorted(after[root].keys() - before[root].keys())
         gone = sorted(before[root].keys() - after[root].keys())
-        changed = sorted(k for k in before[root].keys() & after[root].keys()
-                         if not before[root][k][0] and before[root][k] != after[root][k])
+        changed = sorted(
+            k
+            for k in before[root].keys() & after[root].keys()
+            if not before[root][k][0] and before[root][k] != after[root][k]
+        )
         assert not (new or gone or changed), (
             f"the hook wrote outside the data dir under {root}: new {new[:10]}, "
             f"removed {gone[:10]}, changed {changed[:10]}"
@@ -277,9 +395,11 @@ def test_14_fuzzed_hook_input_never_fails_or_writes_outside_the_data_dir(
         )
     if examples >= 100:
         assert counts["recorded"] > 0, "the fuzzing never reached a recorded checkpoint"
-    print(f"\n[fuzz] {counts['in-process']} hypothesis inputs in-process in {in_process_s:.1f}s, "
-          f"{len(replay)} as real processes ({len(nasty)} fixed, {len(sample)} sampled), "
-          f"each handled in its own process and through the hook server: "
-          f"0 non-zero exits, 0 tracebacks, 0 files written outside the data dir "
-          f"({len(states)} store(s), {counts['recorded']} checkpoints recorded along the way); "
-          f"pytest -m slow for the full count")
+    print(
+        f"\n[fuzz] {counts['in-process']} hypothesis inputs in-process in {in_process_s:.1f}s, "
+        f"{len(replay)} as real processes ({len(nasty)} fixed, {len(sample)} sampled), "
+        f"each handled in its own process and through the hook server: "
+        f"0 non-zero exits, 0 tracebacks, 0 files written outside the data dir "
+        f"({len(states)} store(s), {counts['recorded']} checkpoints recorded along the way); "
+        f"pytest -m slow for the full count"
+    )

@@ -247,8 +247,9 @@ class Agent:
         return Step(session, cp.id, before, disk_state(self.root))
 
 
-def undo_redo_exact(engine: Engine, steps: list[Step], *, complete: bool = True,
-                    skip: str | None = None) -> None:
+def undo_redo_exact(
+    engine: Engine, steps: list[Step], *, complete: bool = True, skip: str | None = None
+) -> None:
     """Undo every step newest first, then redo oldest first; the worktree must match.
 
     ``complete``: the steps are all the sessions' live top-level checkpoints,
@@ -294,9 +295,7 @@ def age_session(store: Store, session: str, days: float) -> None:
 
 
 def checkpoint_ids(engine: Engine, session: str | None = None) -> list[int]:
-    return [
-        cp.id for cp in load(engine.store).checkpoints if session in (None, cp.session_id)
-    ]
+    return [cp.id for cp in load(engine.store).checkpoints if session in (None, cp.session_id)]
 
 
 def own_pack_counts(store: Store) -> list[int]:
@@ -322,7 +321,8 @@ def assert_packed(store: Store, what: str) -> None:
     counts = own_pack_counts(store)
     for i, count in enumerate(counts):
         assert count >= compaction.GEOMETRIC * sum(counts[:i]), (
-            f"{what}: out of proportion {counts}")
+            f"{what}: out of proportion {counts}"
+        )
 
 
 # -- many checkpoints, one gc ---------------------------------------------------
@@ -413,9 +413,7 @@ def test_gc_keeps_what_a_pending_turn_and_the_redo_stack_need(
 # -- dry run, age, count, size -------------------------------------------------
 
 
-def test_dry_run_changes_nothing_but_reports_what_would_go(
-    tmp_path: Path, data_dir: Path
-) -> None:
+def test_dry_run_changes_nothing_but_reports_what_would_go(tmp_path: Path, data_dir: Path) -> None:
     root = small_repo(tmp_path / "repo")
     engine = open_engine(root, data_dir)
     agent = Agent(engine, seed=11)
@@ -435,8 +433,11 @@ def test_dry_run_changes_nothing_but_reports_what_would_go(
 
     report = gc_mod.collect(engine, dry_run=True, policy=Policy(None, 3, None))
     new_ids = checkpoint_ids(engine, "new")
-    top_old = [cp.id for cp in load(engine.store).checkpoints
-               if cp.session_id == "old" and cp.parent is None]
+    top_old = [
+        cp.id
+        for cp in load(engine.store).checkpoints
+        if cp.session_id == "old" and cp.parent is None
+    ]
     assert report.dropped.sessions == [], "a count limit drops checkpoints, not sessions"
     assert set(report.dropped.checkpoints) >= set(top_old[:-3]), (
         f"all but the newest 3 turns of 'old' would go: {report.dropped.checkpoints}"
@@ -527,11 +528,13 @@ def test_max_checkpoints_keeps_newest_top_level_with_their_tools(
     assert len(top) == 11, f"10 turns and one lone tool are top-level: {top}"
     keep_top = top[-4:]
     expected_drop = sorted(
-        cp.id for cp in state.checkpoints
+        cp.id
+        for cp in state.checkpoints
         if cp.session_id == "busy" and (cp.id in top[:-4] or cp.parent in top[:-4])
     )
     expected_keep = sorted(
-        cp.id for cp in state.checkpoints
+        cp.id
+        for cp in state.checkpoints
         if cp.session_id == "busy" and (cp.id in keep_top or cp.parent in keep_top)
     )
     assert any(cp.parent in keep_top for cp in state.checkpoints), "a kept turn has tools"
@@ -644,8 +647,9 @@ def test_git_gc_prune_in_the_source_repo_does_not_break_undo(
     engine = open_engine(root, data_dir)
     agent = Agent(engine, seed=19)
     rec = agent.recorder("s")
-    shared = [p for p in objects_dir(engine.store).rglob("*")
-              if p.is_file() and p.stat().st_nlink > 1]
+    shared = [
+        p for p in objects_dir(engine.store).rglob("*") if p.is_file() and p.stat().st_nlink > 1
+    ]
     assert len(shared) > 64, "the first capture was seeded from the source's objects"
     steps = []
     for version in (b"notes v2\n", b"notes v3\n"):
@@ -663,8 +667,9 @@ def test_git_gc_prune_in_the_source_repo_does_not_break_undo(
     git(root, "reset", "-q", "--mixed", "HEAD~1")
     git(root, "reflog", "expire", "--expire=now", "--all")
     git(root, "gc", "-q", "--prune=now")
-    gone = subprocess.run(["git", "cat-file", "-e", object_id(v1)], cwd=root,
-                          capture_output=True, check=False)
+    gone = subprocess.run(
+        ["git", "cat-file", "-e", object_id(v1)], cwd=root, capture_output=True, check=False
+    )
     assert gone.returncode != 0, "the source repo must no longer have v1 (else this proves nothing)"
     alternates = objects_dir(engine.store) / "info" / "alternates"
     assert not alternates.exists(), "the store must never borrow the source's objects"
@@ -753,12 +758,15 @@ def plant_orphans(store: Store, tag: str) -> set[str]:
     return set(planted)
 
 
-def run_killed_gc(root: Path, data_dir: Path, kill_at: int, mode: str,
-                  delay: float | None = None) -> int:
+def run_killed_gc(
+    root: Path, data_dir: Path, kill_at: int, mode: str, delay: float | None = None
+) -> int:
     """Run gc in a child; it kills itself before step ``kill_at`` or is killed after ``delay``."""
     child = subprocess.Popen(
         [sys.executable, "-c", CHILD, str(root), str(data_dir), str(kill_at), mode],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     assert child.stdout is not None
     assert child.stdout.readline().strip() == "ready", "the gc child started"
@@ -794,9 +802,7 @@ def test_gc_killed_mid_way_leaves_a_usable_store_and_no_growing_leftovers(
     # Deaths before step k of gc (k spread over the whole run), in turn a
     # full gc, one with a size budget that drops the side sessions (repacking
     # after each) and session_end's quick one; then kills at random moments.
-    plan: list[tuple[int, float | None]] = [
-        (k, None) for k in (1, 3, 4, 6, 7, 8, 9, 11, 15, 24)
-    ]
+    plan: list[tuple[int, float | None]] = [(k, None) for k in (1, 3, 4, 6, 7, 8, 9, 11, 15, 24)]
     plan += [(0, rng.uniform(0.0, 0.3)) for _ in range(2)]
     killed = 0
     for i, (kill_at, delay) in enumerate(plan):
@@ -906,9 +912,7 @@ def test_session_end_runs_a_bounded_gc(
     builtin.handle(hook(root, "s", "session_end"), ["max_checkpoints=3"])
     report = calls[-1]["report"]
     assert isinstance(report, gc_mod.GcReport), f"session_end reports a GcReport: {report!r}"
-    assert len(report.dropped.checkpoints) == 9, (
-        f"12 checkpoints, 3 kept: {report.dropped}"
-    )
+    assert len(report.dropped.checkpoints) == 9, f"12 checkpoints, 3 kept: {report.dropped}"
     assert_packed(engine.store, "after a bounded gc that dropped checkpoints")
     assert_live_objects_present(engine)
     undo_redo_exact(engine, steps[-3:])  # exactly the three kept, nothing else to undo

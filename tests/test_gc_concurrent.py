@@ -67,6 +67,7 @@ def test_gc_session_end_starts_gc_detached_and_never_runs_it_itself(
     monkeypatch.setattr(gc_mod, "collect", refuse)
     monkeypatch.setattr(gc_mod, "collect_store", refuse)
     monkeypatch.setattr(subprocess, "Popen", FakePopen)
+
     def event(name: str) -> HookInput:
         return HookInput(session_id="s", cwd=str(root), hook_event_name=name)
 
@@ -191,7 +192,10 @@ def test_gc_keeps_an_old_object_a_capture_names_again_while_it_packs(
 def run_gc_all(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), "gc", "--all", *args],
-        capture_output=True, text=True, timeout=300, check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
 
 

@@ -222,8 +222,9 @@ def test_a_gc_after_new_checkpoints_packs_only_the_new_loose_objects(
     new_loose = loose_ids(engine.store)
     assert new_loose and not new_loose & old_ids, "the new turns wrote new loose objects"
     counts = own_pack_counts(engine.store)
-    assert all(c >= compaction.GEOMETRIC * (len(new_loose) + sum(counts[:i]))
-               for i, c in enumerate(counts)), f"the old packs {counts} are in proportion"
+    assert all(
+        c >= compaction.GEOMETRIC * (len(new_loose) + sum(counts[:i])) for i, c in enumerate(counts)
+    ), f"the old packs {counts} are in proportion"
     report = gc_mod.collect(engine, policy=KEEP_ALL)
 
     now = pack_inodes(engine.store)
@@ -243,8 +244,10 @@ def test_small_packs_are_rolled_up_and_the_big_one_stays(
     root = big_repo(tmp_path / "repo")
     engine = open_engine(root, data_dir)
     session = Session(engine, "s")
-    biggest = max((p for p in pack_inodes(engine.store) if p.endswith(".idx")),
-                  key=lambda p: len(pack_ids(engine.store, p[:-4])))
+    biggest = max(
+        (p for p in pack_inodes(engine.store) if p.endswith(".idx")),
+        key=lambda p: len(pack_ids(engine.store, p[:-4])),
+    )
     big = {n: i for n, i in pack_inodes(engine.store).items() if Path(n).stem == biggest[:-4]}
     assert len(pack_ids(engine.store, biggest[:-4])) >= BIG, "the first capture packed the files"
     monkeypatch.setattr(store_mod, "LOOSE_PACK_AT", 6)  # captures pack every few objects
@@ -265,14 +268,17 @@ def test_small_packs_are_rolled_up_and_the_big_one_stays(
     assert pack_inodes(engine.store) == now, "and the next gc leaves them all alone"
 
 
-@pytest.mark.parametrize(("counts", "new", "rolled"), [
-    ([], 0, 0),  # nothing at all
-    ([500], 0, 0),  # one pack stays
-    ([100, 500], 0, 0),  # in proportion
-    ([100, 150, 5000], 0, 2),  # the two small ones together
-    ([100, 500], 60, 1),  # the new objects join the small pack ...
-    ([100, 500], 300, 2),  # ... or both
-])
+@pytest.mark.parametrize(
+    ("counts", "new", "rolled"),
+    [
+        ([], 0, 0),  # nothing at all
+        ([500], 0, 0),  # one pack stays
+        ([100, 500], 0, 0),  # in proportion
+        ([100, 150, 5000], 0, 2),  # the two small ones together
+        ([100, 500], 60, 1),  # the new objects join the small pack ...
+        ([100, 500], 300, 2),  # ... or both
+    ],
+)
 def test_the_geometric_rule(counts: list[int], new: int, rolled: int) -> None:
     assert compaction._rolled(counts, new) == rolled
 
@@ -367,9 +373,7 @@ print("done", count, flush=True)
 """
 
 
-def test_a_gc_killed_at_any_step_of_a_rewrite_loses_nothing(
-    tmp_path: Path, data_dir: Path
-) -> None:
+def test_a_gc_killed_at_any_step_of_a_rewrite_loses_nothing(tmp_path: Path, data_dir: Path) -> None:
     root = make_repo(tmp_path / "repo", {f"f{i}.txt": text(i) for i in range(8)})
     engine = open_engine(root, data_dir)
     new = Session(engine, "new")
@@ -383,9 +387,13 @@ def test_a_gc_killed_at_any_step_of_a_rewrite_loses_nothing(
         gc_mod.collect(engine, policy=KEEP_ALL)
         age_session(engine.store, old.name, days=40)
         new.turn(edits(kill_at % 5, count=1) | {"f7.txt": text(kill_at)})
-        done = subprocess.run([sys.executable, "-c", CHILD, str(root), str(data_dir),
-                               str(kill_at)], capture_output=True, text=True, timeout=120,
-                              check=False)
+        done = subprocess.run(
+            [sys.executable, "-c", CHILD, str(root), str(data_dir), str(kill_at)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
         assert done.returncode in (0, -signal.SIGKILL), done.stderr[-2000:]
         finished = done.returncode == 0
         fresh = open_engine(root, data_dir)
@@ -395,7 +403,10 @@ def test_a_gc_killed_at_any_step_of_a_rewrite_loses_nothing(
         kill_at += 1
     assert kill_at > 6, f"the gc took several steps, each killed once ({kill_at - 1})"
     report = gc_mod.collect(open_engine(root, data_dir), policy=Policy(30, None, None))
-    assert not [n for n in os.listdir(objects_dir(engine.store) / "pack")
-                if not packwriter.PACK_FILE.match(n)], "the next gc leaves no leftover"
+    assert not [
+        n
+        for n in os.listdir(objects_dir(engine.store) / "pack")
+        if not packwriter.PACK_FILE.match(n)
+    ], "the next gc leaves no leftover"
     assert not report.dropped.sessions, "every old session was dropped by the killed gcs"
     undo_redo_newest(open_engine(root, data_dir), new, "at the end")

@@ -45,8 +45,9 @@ def recorded(repo: Path, data_dir: Path) -> Path:
     write(repo, "src/app.py", "print('agent')\n")
     send_in_process(data_dir, hook_event_name="turn_end", reason="normal", **common)
     send_in_process(data_dir, hook_event_name="turn_start", **common)
-    send_in_process(data_dir, hook_event_name="pre_tool_use", tool_name="shell",
-                    tool_use_id="open-1", **common)
+    send_in_process(
+        data_dir, hook_event_name="pre_tool_use", tool_name="shell", tool_use_id="open-1", **common
+    )
     write(repo, "src/app.py", "print('pending edit')\n")
     return repo
 
@@ -70,8 +71,9 @@ def bad_inputs(repo: Path, elsewhere: Path) -> dict[str, bytes]:
         "session_id is a number": js({**ok, "session_id": 5}),
         "cwd is a list": js({**ok, "cwd": [cwd]}),
         "event name is an object": js({**ok, "hook_event_name": {"x": 1}}),
-        "tool_input is a string": js({**ok, "hook_event_name": "post_tool_use",
-                                      "tool_input": "rm -rf /"}),
+        "tool_input is a string": js(
+            {**ok, "hook_event_name": "post_tool_use", "tool_input": "rm -rf /"}
+        ),
         "missing cwd": js({k: v for k, v in ok.items() if k != "cwd"}),
         "missing session_id": js({k: v for k, v in ok.items() if k != "session_id"}),
         "empty session_id": js({**ok, "session_id": ""}),
@@ -80,11 +82,13 @@ def bad_inputs(repo: Path, elsewhere: Path) -> dict[str, bytes]:
         "no event name": js({k: v for k, v in ok.items() if k != "hook_event_name"}),
         # A new session: s1's scope is the repository, whatever its later events say.
         "cwd outside any git repo": js({**ok, "session_id": "s2", "cwd": str(elsewhere)}),
-        "cwd does not exist": js({**ok, "session_id": "s3",
-                                  "cwd": str(elsewhere / "missing" / "dir")}),
+        "cwd does not exist": js(
+            {**ok, "session_id": "s3", "cwd": str(elsewhere / "missing" / "dir")}
+        ),
         "5 MB field, wrong type": js({**ok, "session_id": 5, "last_user_message": "x" * BIG}),
-        "5 MB field, unknown event": js({**ok, "hook_event_name": "on_user_input",
-                                         "prompt": "y" * BIG}),
+        "5 MB field, unknown event": js(
+            {**ok, "hook_event_name": "on_user_input", "prompt": "y" * BIG}
+        ),
         "5 MB of garbage": b"\x00\x01garbage" * (BIG // 9),
         "deeply nested json": b'{"session_id": "s1", "tool_input": ' + deep.encode() + b"}",
     }
@@ -98,8 +102,11 @@ AS_PROCESS = ("not json", "empty stdin", "invalid utf-8", "deeply nested json", 
 
 def as_process(raw: bytes, data_dir: Path) -> tuple[int, str, str]:
     done = run_hook(raw, data_dir)
-    return (done.returncode, done.stdout.decode(errors="replace"),
-            done.stderr.decode(errors="replace"))
+    return (
+        done.returncode,
+        done.stdout.decode(errors="replace"),
+        done.stderr.decode(errors="replace"),
+    )
 
 
 @pytest.mark.parametrize("every_case_a_process", fast_and_full(False, True))
@@ -115,8 +122,13 @@ def test_bad_input_is_a_quiet_no_op(
 
     processes = {n: raw for n, raw in cases.items() if every_case_a_process or n in AS_PROCESS}
     with ThreadPoolExecutor(max_workers=4) as pool:
-        done = dict(zip(processes, pool.map(lambda p: as_process(p, data_dir),
-                                            processes.values()), strict=True))
+        done = dict(
+            zip(
+                processes,
+                pool.map(lambda p: as_process(p, data_dir), processes.values()),
+                strict=True,
+            )
+        )
     for name, raw in cases.items():  # in this process: one at a time (stdout is redirected)
         if name not in processes:
             done[name] = hook_in_process(raw, data_dir)
@@ -144,8 +156,14 @@ def test_bad_input_is_a_quiet_no_op(
 def test_store_still_works_after_bad_input(recorded: Path, data_dir: Path) -> None:
     """The pending tool survives garbage; its post still records the checkpoint."""
     assert run_hook(b"{garbage", data_dir).returncode == 0, "garbage exits 0"
-    post = {"session_id": "s1", "cwd": str(recorded), "hook_event_name": "post_tool_use",
-            "tool_name": "shell", "tool_use_id": "open-1", "tool_response": "z" * BIG}
+    post = {
+        "session_id": "s1",
+        "cwd": str(recorded),
+        "hook_event_name": "post_tool_use",
+        "tool_name": "shell",
+        "tool_use_id": "open-1",
+        "tool_response": "z" * BIG,
+    }
     proc = run_hook(post, data_dir)
     assert proc.returncode == 0 and not proc.stderr, f"valid post failed: {proc.stderr!r}"
     state = json.loads(next((data_dir / "snapshot").glob("*/state.json")).read_bytes())
@@ -159,8 +177,13 @@ def test_internal_failure_is_logged_not_raised(recorded: Path, data_dir: Path) -
     """A damaged store: exit 0, one line on stderr, a log entry, the damage left for a human."""
     state = next((data_dir / "snapshot").glob("*/state.json"))
     state.write_bytes(b'{"version": 1, "checkpoints": "damaged')
-    event = {"session_id": "s1", "cwd": str(recorded), "hook_event_name": "pre_tool_use",
-             "tool_name": "shell", "tool_use_id": "t9"}
+    event = {
+        "session_id": "s1",
+        "cwd": str(recorded),
+        "hook_event_name": "pre_tool_use",
+        "tool_name": "shell",
+        "tool_use_id": "t9",
+    }
     proc = run_hook(event, data_dir)
     err = proc.stderr.decode(errors="replace")
     assert proc.returncode == 0, f"an internal failure must not fail the hook: {err}"
@@ -176,8 +199,13 @@ def test_lone_surrogate_session_id_still_pairs_its_events(recorded: Path, data_d
     """Valid JSON that is not valid Unicode ("\\ud800"): the turn still records."""
 
     def raw(event: str) -> bytes:
-        return (b'{"session_id": "odd\\ud800", "cwd": "' + str(recorded).encode()
-                + b'", "hook_event_name": "' + event.encode() + b'"}')
+        return (
+            b'{"session_id": "odd\\ud800", "cwd": "'
+            + str(recorded).encode()
+            + b'", "hook_event_name": "'
+            + event.encode()
+            + b'"}'
+        )
 
     proc = run_hook(raw("turn_start"), data_dir)
     err = proc.stderr.decode(errors="replace")

@@ -20,7 +20,10 @@ from snapshotter.hooks import client
 def hook(data_dir: Path, event: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
         [sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), "hook"],
-        input=json.dumps(event).encode(), capture_output=True, timeout=60, check=False,
+        input=json.dumps(event).encode(),
+        capture_output=True,
+        timeout=60,
+        check=False,
     )
 
 
@@ -96,12 +99,24 @@ def test_relative_and_default_data_dirs_reach_the_same_store_through_the_server(
             cmd = [sys.executable, "-m", "snapshotter", *option, "hook"]
             for i in range(3):  # the first starts the server; wait for it; then served
                 event = {"session_id": "s", "cwd": str(root), "hook_event_name": "turn_start"}
-                subprocess.run(cmd, input=json.dumps(event).encode(), cwd=work, timeout=60,
-                               check=True, capture_output=True)
+                subprocess.run(
+                    cmd,
+                    input=json.dumps(event).encode(),
+                    cwd=work,
+                    timeout=60,
+                    check=True,
+                    capture_output=True,
+                )
                 write(root, "a.txt", f"{option} {i}\n")
                 event["hook_event_name"] = "turn_end"
-                subprocess.run(cmd, input=json.dumps(event).encode(), cwd=work, timeout=60,
-                               check=True, capture_output=True)
+                subprocess.run(
+                    cmd,
+                    input=json.dumps(event).encode(),
+                    cwd=work,
+                    timeout=60,
+                    check=True,
+                    capture_output=True,
+                )
                 deadline = time.monotonic() + 30
                 while not path.exists() and time.monotonic() < deadline:
                     time.sleep(0.1)

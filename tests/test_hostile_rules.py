@@ -38,7 +38,9 @@ def hook(data_dir: Path, event: str, cwd: Path, **fields: Any) -> None:
     try:
         done = subprocess.run(
             [sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), "hook"],
-            input=json.dumps(payload).encode(), capture_output=True, check=False,
+            input=json.dumps(payload).encode(),
+            capture_output=True,
+            check=False,
             timeout=HANG_GUARD_S,
         )
     except subprocess.TimeoutExpired:
@@ -48,9 +50,20 @@ def hook(data_dir: Path, event: str, cwd: Path, **fields: Any) -> None:
 
 def checkpoint_count(data_dir: Path, cwd: Path) -> int:
     done = subprocess.run(
-        [sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), "list", "-C",
-         str(cwd), "--json"],
-        capture_output=True, check=False, timeout=HANG_GUARD_S,
+        [
+            sys.executable,
+            "-m",
+            "snapshotter",
+            "--data-dir",
+            str(data_dir),
+            "list",
+            "-C",
+            str(cwd),
+            "--json",
+        ],
+        capture_output=True,
+        check=False,
+        timeout=HANG_GUARD_S,
     )
     assert done.returncode == 0, f"list failed: {done.stderr!r}"
     return done.stdout.decode().count('"id"')
@@ -68,7 +81,10 @@ def one_turn(data_dir: Path, cwd: Path, edit: Path) -> None:
 def git_lists(root: Path) -> set[str]:
     out = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=root, capture_output=True, check=True, timeout=HANG_GUARD_S,
+        cwd=root,
+        capture_output=True,
+        check=True,
+        timeout=HANG_GUARD_S,
     ).stdout
     return {os.fsdecode(p) for p in out.split(b"\0") if p}
 
@@ -90,8 +106,12 @@ print(json.dumps(sorted(scan(tree, previous=frozenset(), max_new_file_size=1 << 
 def captured_guarded(root: Path) -> set[str]:
     """``captured`` in a child process, so a matcher that hangs fails the test instead."""
     try:
-        done = subprocess.run([sys.executable, "-c", SCAN_IN_CHILD, str(root)],
-                              capture_output=True, check=True, timeout=HANG_GUARD_S)
+        done = subprocess.run(
+            [sys.executable, "-c", SCAN_IN_CHILD, str(root)],
+            capture_output=True,
+            check=True,
+            timeout=HANG_GUARD_S,
+        )
     except subprocess.TimeoutExpired:
         pytest.fail(f"scan() hung for {HANG_GUARD_S} s")
     return set(json.loads(done.stdout))
@@ -186,10 +206,18 @@ def test_automaton_and_regex_agree_on_every_conformance_pattern() -> None:
 
     rng = random.Random(13)
     subjects = {p.encode() for case in CASES for p in (*case.files, *case.tracked)}
-    subjects |= {b"".join(rng.choice([b"a", b"b", b"/", b"x", b".", b"A"])
-                          for _ in range(rng.randint(1, 12))) for _ in range(300)}
-    lines = [ln for case in CASES for text in case.ignores.values()
-             for ln in ignore.parse_lines(text.encode() if isinstance(text, str) else text)]
+    subjects |= {
+        b"".join(
+            rng.choice([b"a", b"b", b"/", b"x", b".", b"A"]) for _ in range(rng.randint(1, 12))
+        )
+        for _ in range(300)
+    }
+    lines = [
+        ln
+        for case in CASES
+        for text in case.ignores.values()
+        for ln in ignore.parse_lines(text.encode() if isinstance(text, str) else text)
+    ]
     lines += [line.encode() for line in HOSTILE + HOSTILE_STARSTAR]
     checked = 0
     for line in lines:
@@ -218,15 +246,31 @@ def big_rules(n: int, rng: random.Random) -> tuple[list[str], list[str]]:
     rules, files = [], []
     for i in range(n):
         kind = i % 8
-        rules.append([
-            f"name{i}.dat", f"*.ext{i}", f"/top{i}/", f"dir{i}/*.log", f"**/deep{i}",
-            f"pre{i}*", f"!keep{i - 6}.ext{i - 6}", f"[nN]ame{i}.bin",
-        ][kind])
+        rules.append(
+            [
+                f"name{i}.dat",
+                f"*.ext{i}",
+                f"/top{i}/",
+                f"dir{i}/*.log",
+                f"**/deep{i}",
+                f"pre{i}*",
+                f"!keep{i - 6}.ext{i - 6}",
+                f"[nN]ame{i}.bin",
+            ][kind]
+        )
         j = rng.randrange(n)
-        files.append([
-            f"d{j % 50}/name{j}.dat", f"d{j % 50}/f{i}.ext{j}", f"top{j}/x", f"dir{j}/a.log",
-            f"q/deep{j}", f"d{j % 50}/pre{j}x", f"keep{j}.ext{j}", f"Name{j}.bin",
-        ][rng.randrange(8)])
+        files.append(
+            [
+                f"d{j % 50}/name{j}.dat",
+                f"d{j % 50}/f{i}.ext{j}",
+                f"top{j}/x",
+                f"dir{j}/a.log",
+                f"q/deep{j}",
+                f"d{j % 50}/pre{j}x",
+                f"keep{j}.ext{j}",
+                f"Name{j}.bin",
+            ][rng.randrange(8)]
+        )
     return rules, sorted(set(files))
 
 
@@ -275,10 +319,22 @@ def test_a_path_tries_only_the_rules_that_can_match(
 def test_ignore_rules_benchmark_runs_and_agrees_with_git(tmp_path: Path) -> None:
     """``python -m benchmarks.ignore_rules`` end to end, small (no timing asserted)."""
     done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.ignore_rules", "--rules", "200", "--files", "200",
-         "--rounds", "1"],
-        cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True,
-        check=False, timeout=HANG_GUARD_S * 5,
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.ignore_rules",
+            "--rules",
+            "200",
+            "--files",
+            "200",
+            "--rounds",
+            "1",
+        ],
+        cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=HANG_GUARD_S * 5,
     )
     assert done.returncode == 0, f"benchmark failed: {done.stdout}{done.stderr}"
     assert "git status" in done.stdout and "scan" in done.stdout, done.stdout

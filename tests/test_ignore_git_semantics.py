@@ -29,7 +29,9 @@ def git_lists(root: Path) -> set[str]:
     """What git counts as the project, minus tracked files absent from the worktree."""
     out = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=root, capture_output=True, check=True,
+        cwd=root,
+        capture_output=True,
+        check=True,
     ).stdout
     return {p.decode() for p in out.split(b"\0") if p and os.path.lexists(root / p.decode())}
 
@@ -97,8 +99,10 @@ def test_tracked_gitignore_deleted_without_skip_worktree_is_not_read(root: Path)
 
 
 def test_sparse_checkout_reads_excluded_gitignores_from_the_index(root: Path) -> None:
-    commit_rules(root, {".gitignore": "*.tmp\nbuild/\n", "sub/.gitignore": "*.gen\n",
-                        "sub/file.txt": "tracked\n"})
+    commit_rules(
+        root,
+        {".gitignore": "*.tmp\nbuild/\n", "sub/.gitignore": "*.gen\n", "sub/file.txt": "tracked\n"},
+    )
     git(root, "sparse-checkout", "set", "--no-cone", "/keep/")
     assert not (root / ".gitignore").exists() and not (root / "sub").exists(), (
         "the sparse checkout should have removed the rules from the worktree"

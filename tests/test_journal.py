@@ -61,12 +61,18 @@ def test_the_next_open_finishes_a_journalled_restore_and_removes_only_its_temps(
     undone = load(engine.store)
     write(root, "b.txt", "b1 by the agent\n")
     write(root, "c.txt", "c2 the user's, after the kill\n")
-    temps = {"a.txt": ".snapshotter-tmp-aaaaaaaaaaaa", "b.txt": ".snapshotter-tmp-bbbbbbbbbbbb",
-             "c.txt": ".snapshotter-tmp-cccccccccccc"}
+    temps = {
+        "a.txt": ".snapshotter-tmp-aaaaaaaaaaaa",
+        "b.txt": ".snapshotter-tmp-bbbbbbbbbbbb",
+        "c.txt": ".snapshotter-tmp-cccccccccccc",
+    }
     write(root, temps["b.txt"], "half a temp file")
     write(root, ".snapshotter-tmp-0123456789ab", "the user's look-alike\n")
-    undone.restoring = Restoring(safety=undone.session("s").redo[-1].tree,
-                                 steps=[(cp.before, ["a.txt", "b.txt", "c.txt"])], temps=temps)
+    undone.restoring = Restoring(
+        safety=undone.session("s").redo[-1].tree,
+        steps=[(cp.before, ["a.txt", "b.txt", "c.txt"])],
+        temps=temps,
+    )
     save(engine.store, undone)
 
     open_engine(root, data_dir)  # any command: finishes the restore

@@ -54,10 +54,19 @@ def pagers(tmp_path: Path) -> Path:
 
 
 def base_env(pagers: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("PAGER", "SNAPSHOTTER_PAGER", "LESS", "NO_COLOR", "COLUMNS", "TERM")}
-    env.update({"PATH": f"{pagers}{os.pathsep}{os.environ.get('PATH', '')}",
-                "PAGER_LOG": str(pagers.parent / "log"), "TERM": "xterm", **extra})
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PAGER", "SNAPSHOTTER_PAGER", "LESS", "NO_COLOR", "COLUMNS", "TERM")
+    }
+    env.update(
+        {
+            "PATH": f"{pagers}{os.pathsep}{os.environ.get('PATH', '')}",
+            "PAGER_LOG": str(pagers.parent / "log"),
+            "TERM": "xterm",
+            **extra,
+        }
+    )
     return env
 
 
@@ -69,8 +78,9 @@ def on_terminal(args: list[str], env: dict[str, str], columns: int = 80) -> Scre
     """Run ``args`` with stdout on a pseudo-terminal ``columns`` wide; what it showed."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
-    proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=slave,
-                            stderr=subprocess.PIPE, env=env)
+    proc = subprocess.Popen(
+        args, stdin=subprocess.DEVNULL, stdout=slave, stderr=subprocess.PIPE, env=env
+    )
     os.close(slave)
     chunks = []
     deadline = time.monotonic() + 60
@@ -97,8 +107,9 @@ def on_terminal(args: list[str], env: dict[str, str], columns: int = 80) -> Scre
 
 
 def on_pipe(args: list[str], env: dict[str, str]) -> Screen:
-    done = subprocess.run(args, stdin=subprocess.DEVNULL, capture_output=True, env=env,
-                          check=False, timeout=60)
+    done = subprocess.run(
+        args, stdin=subprocess.DEVNULL, capture_output=True, env=env, check=False, timeout=60
+    )
     return Screen(done.returncode, done.stdout, done.stderr.decode())
 
 
@@ -140,7 +151,8 @@ def test_default_pager_is_less_FRX_on_a_terminal(changed: Path, pagers: Path) ->
     assert log["args"] == b"-FRX\n", f"less is started as `less -FRX`: {log['args']!r}"
     assert log["less"] == b"FRX", f"LESS=FRX is set when unset, as git does: {log['less']!r}"
     assert b"\x1b[32m+print('paged')\x1b[m" in log["in"], (
-        f"the pager gets the coloured diff (a terminal is behind it): {log['in']!r}")
+        f"the pager gets the coloured diff (a terminal is behind it): {log['in']!r}"
+    )
     assert b"+print('paged')" in screen.out, f"the pager showed it: {screen.out!r}"
 
 
@@ -149,23 +161,26 @@ def test_pager_environment_order(changed: Path, pagers: Path) -> None:
     assert pager_log(pagers, "mypager") is not None, "PAGER names the pager"
     assert pager_log(pagers, "less") is None, "PAGER replaces the default"
 
-    on_terminal(snapshotter("diff", "-C", changed),
-                base_env(pagers, PAGER="mypager", SNAPSHOTTER_PAGER="otherpager --x",
-                         LESS="-i"))
+    on_terminal(
+        snapshotter("diff", "-C", changed),
+        base_env(pagers, PAGER="mypager", SNAPSHOTTER_PAGER="otherpager --x", LESS="-i"),
+    )
     log = pager_log(pagers, "otherpager")
     assert log is not None and log["args"] == b"--x\n", "SNAPSHOTTER_PAGER comes first"
     assert log["less"] == b"-i", f"a LESS the user set is kept: {log['less']!r}"
 
 
-@pytest.mark.parametrize("setting", [{"PAGER": "cat"}, {"PAGER": ""},
-                                     {"SNAPSHOTTER_PAGER": "", "PAGER": "mypager"}])
-def test_cat_or_empty_means_no_pager(changed: Path, pagers: Path,
-                                     setting: dict[str, str]) -> None:
+@pytest.mark.parametrize(
+    "setting", [{"PAGER": "cat"}, {"PAGER": ""}, {"SNAPSHOTTER_PAGER": "", "PAGER": "mypager"}]
+)
+def test_cat_or_empty_means_no_pager(changed: Path, pagers: Path, setting: dict[str, str]) -> None:
     screen = on_terminal(snapshotter("diff", "-C", changed), base_env(pagers, **setting))
     assert screen.code == 0 and b"\x1b[32m+print('paged')" in screen.out, (
-        f"{setting}: shown on the terminal, coloured: {screen}")
+        f"{setting}: shown on the terminal, coloured: {screen}"
+    )
     assert pager_log(pagers, "less") is None and pager_log(pagers, "mypager") is None, (
-        f"{setting}: no pager")
+        f"{setting}: no pager"
+    )
 
 
 def test_no_pager_option(changed: Path, pagers: Path) -> None:
@@ -173,46 +188,60 @@ def test_no_pager_option(changed: Path, pagers: Path) -> None:
     assert b"+print('paged')" in screen.out and pager_log(pagers, "less") is None, screen
 
 
-def test_never_a_pager_or_colour_when_stdout_is_not_a_terminal(changed: Path,
-                                                              pagers: Path) -> None:
+def test_never_a_pager_or_colour_when_stdout_is_not_a_terminal(changed: Path, pagers: Path) -> None:
     for args in (["diff"], ["diff", "--stat"], ["diff", "1.."]):
         piped = on_pipe(snapshotter(*args, "-C", changed), base_env(pagers))
         assert piped.code == 0, piped.err
         assert b"src/app.py" in piped.out and b"\x1b[" not in piped.out, (
-            f"{args} into a pipe: plain text, no colour: {piped.out!r}")
+            f"{args} into a pipe: plain text, no colour: {piped.out!r}"
+        )
         assert pager_log(pagers, "less") is None, f"{args} into a pipe: no pager"
 
 
-@pytest.mark.parametrize("pager", ["/nonexistent/pager", "no-such-pager-here --flag",
-                                   "/etc/passwd"])
-def test_pager_that_fails_to_start_falls_back_to_plain_output(changed: Path, pagers: Path,
-                                                              pager: str) -> None:
+@pytest.mark.parametrize(
+    "pager", ["/nonexistent/pager", "no-such-pager-here --flag", "/etc/passwd"]
+)
+def test_pager_that_fails_to_start_falls_back_to_plain_output(
+    changed: Path, pagers: Path, pager: str
+) -> None:
     screen = on_terminal(snapshotter("diff", "-C", changed), base_env(pagers, PAGER=pager))
     assert screen.code == 0, f"a broken PAGER is no error: {screen.err}"
     assert screen.out.count(b"\x1b[32m+print('paged')") == 1, (
-        f"the diff is shown once, coloured, without the pager: {screen.out!r}")
+        f"the diff is shown once, coloured, without the pager: {screen.out!r}"
+    )
 
 
 def test_colour_on_a_terminal_respects_no_color(changed: Path, pagers: Path) -> None:
     coloured = on_terminal(snapshotter("diff", "--no-pager", "-C", changed), base_env(pagers))
     assert b"\x1b[31m-print('hi')\x1b[m" in coloured.out, f"red on a terminal: {coloured.out!r}"
 
-    plain = on_terminal(snapshotter("diff", "--no-pager", "-C", changed),
-                        base_env(pagers, NO_COLOR="1"))
+    plain = on_terminal(
+        snapshotter("diff", "--no-pager", "-C", changed), base_env(pagers, NO_COLOR="1")
+    )
     assert b"-print('hi')" in plain.out and b"\x1b[" not in plain.out, (
-        f"NO_COLOR turns colour off: {plain.out!r}")
-    never = on_terminal(snapshotter("diff", "--no-pager", "--color=never", "-C", changed),
-                        base_env(pagers))
+        f"NO_COLOR turns colour off: {plain.out!r}"
+    )
+    never = on_terminal(
+        snapshotter("diff", "--no-pager", "--color=never", "-C", changed), base_env(pagers)
+    )
     assert b"\x1b[" not in never.out, f"--color=never: {never.out!r}"
-    dumb = on_terminal(snapshotter("diff", "--no-pager", "-C", changed),
-                       base_env(pagers, TERM="dumb"))
+    dumb = on_terminal(
+        snapshotter("diff", "--no-pager", "-C", changed), base_env(pagers, TERM="dumb")
+    )
     assert b"\x1b[" not in dumb.out, f"TERM=dumb has no colours (git): {dumb.out!r}"
 
 
-def test_stat_is_laid_out_for_the_terminals_width(repo: Path, pagers: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    record_turn(repo, {"src/app.py": "".join(f"line {i}\n" for i in range(200)),
-                       "a/rather/long/path/to/some/file.txt": "x\n"}, monkeypatch)
+def test_stat_is_laid_out_for_the_terminals_width(
+    repo: Path, pagers: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    record_turn(
+        repo,
+        {
+            "src/app.py": "".join(f"line {i}\n" for i in range(200)),
+            "a/rather/long/path/to/some/file.txt": "x\n",
+        },
+        monkeypatch,
+    )
     args = snapshotter("diff", "--stat", "--no-pager", "--color=never", "-C", repo)
 
     narrow = on_terminal(args, base_env(pagers), columns=50).out.decode()
@@ -222,4 +251,5 @@ def test_stat_is_laid_out_for_the_terminals_width(repo: Path, pagers: Path,
     assert narrow == piped, f"a 50-column terminal lays out as COLUMNS=50:\n{narrow}\n{piped}"
     assert max(len(line) for line in narrow.splitlines()) <= 50, narrow
     assert max(len(line) for line in default.splitlines()) > 50, (
-        f"not a terminal and no COLUMNS: 80 columns, as git:\n{default}")
+        f"not a terminal and no COLUMNS: 80 columns, as git:\n{default}"
+    )

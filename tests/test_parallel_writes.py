@@ -47,7 +47,10 @@ while not os.path.exists(os.path.join(root, "..", "stop-writers")):
 @pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("server", [False, True], ids=["in-process", "server"])
 def test_parallel_hooks_while_files_are_rewritten(
-    repo: Path, data_dir: Path, server: bool, size: tuple[int, int, int],
+    repo: Path,
+    data_dir: Path,
+    server: bool,
+    size: tuple[int, int, int],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("SNAPSHOTTER_HOOK_SERVER", "1" if server else "0")
@@ -60,13 +63,16 @@ def test_parallel_hooks_while_files_are_rewritten(
                 client.stop(sock)
 
 
-def run_parallel_hooks(repo: Path, data_dir: Path, writer_count: int, workers: int,
-                       per_worker: int) -> None:
+def run_parallel_hooks(
+    repo: Path, data_dir: Path, writer_count: int, workers: int, per_worker: int
+) -> None:
     work = repo / "work"
     for i in range(workers):
         write(repo, f"work/w{i}/keep.txt", "present from the start\n")
-    writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(work), str(k)])
-               for k in range(writer_count)]
+    writers = [
+        subprocess.Popen([sys.executable, "-c", WRITER, str(work), str(k)])
+        for k in range(writer_count)
+    ]
     failures: list[str] = []
     barrier = threading.Barrier(workers)
 

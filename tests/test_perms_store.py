@@ -26,7 +26,10 @@ from snapshotter.engine import Engine
 def hook(data_dir: Path, event: dict[str, str]) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), "hook"],
-        input=json.dumps(event).encode(), capture_output=True, timeout=120, check=False,
+        input=json.dumps(event).encode(),
+        capture_output=True,
+        timeout=120,
+        check=False,
     )
     assert done.returncode == 0 and not done.stderr, done.stderr
 
@@ -86,10 +89,19 @@ def test_perms_a_second_user_cannot_read_the_store() -> None:
         subprocess.run(["useradd", "--no-create-home", "--shell", "/bin/sh", user], check=True)
         store = next(stores_dir(data_dir).glob("*/git"))
         spy = subprocess.run(
-            ["runuser", "-u", user, "--", "sh", "-c",
-             f"ls -R {data_dir}; cat {store.parent}/state.json; "
-             f"git --git-dir {store} cat-file --batch-all-objects --batch"],
-            capture_output=True, timeout=60, check=False,
+            [
+                "runuser",
+                "-u",
+                user,
+                "--",
+                "sh",
+                "-c",
+                f"ls -R {data_dir}; cat {store.parent}/state.json; "
+                f"git --git-dir {store} cat-file --batch-all-objects --batch",
+            ],
+            capture_output=True,
+            timeout=60,
+            check=False,
         )
         assert b"hunter2" not in spy.stdout, "another user read the secret from the store"
         assert b"objects" not in spy.stdout and b"session" not in spy.stdout, (

@@ -22,28 +22,35 @@ WITHOUT = {
     "getuid": "for name in ('getuid', 'geteuid'):\n    delattr(os, name)\n",
     "fcntl": "sys.modules['fcntl'] = None\n",
     "unix sockets": "import _socket, socket\nfor m in (_socket, socket):\n"
-                    "    delattr(m, 'AF_UNIX')\n",
+    "    delattr(m, 'AF_UNIX')\n",
     "inotify": "import ctypes\n_CDLL = ctypes.CDLL\n"
-               "class _NoInotify(_CDLL):\n"
-               "    def __getattr__(self, name):\n"
-               "        if name.startswith('inotify'):\n"
-               "            raise AttributeError(name)\n"
-               "        return _CDLL.__getattr__(self, name)\n"
-               "ctypes.CDLL = _NoInotify\n",
+    "class _NoInotify(_CDLL):\n"
+    "    def __getattr__(self, name):\n"
+    "        if name.startswith('inotify'):\n"
+    "            raise AttributeError(name)\n"
+    "        return _CDLL.__getattr__(self, name)\n"
+    "ctypes.CDLL = _NoInotify\n",
 }
 ENTRY = "from snapshotter.cli.launcher import main\nsys.argv[0] = 'snapshotter'\nmain()\n"
 
 
-def run(removed: list[str], args: list[str], event: dict[str, Any] | None = None,
-        entry: str = ENTRY) -> subprocess.CompletedProcess[str]:
+def run(
+    removed: list[str], args: list[str], event: dict[str, Any] | None = None, entry: str = ENTRY
+) -> subprocess.CompletedProcess[str]:
     code = "import os, sys\n" + "".join(WITHOUT[r] for r in removed) + entry
     # Where a server could run (only inotify missing) the test keeps it off, so
     # no server outlives the test; elsewhere it is asked for and must be declined.
     server = "0" if removed == ["inotify"] else "1"
     env = {**os.environ, "SNAPSHOTTER_HOOK_SERVER": server}
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
-                          input=json.dumps(event) if event else "", env=env, check=False,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        input=json.dumps(event) if event else "",
+        env=env,
+        check=False,
+        timeout=120,
+    )
 
 
 @pytest.mark.parametrize("removed", [["getuid"], ["fcntl"], ["unix sockets"]])
@@ -53,12 +60,20 @@ def test_no_hook_server_where_the_platform_cannot_run_one(removed: list[str]) ->
     assert done.stdout.strip() == "False", done.stdout + done.stderr
 
 
-@pytest.mark.parametrize("removed", [["inotify"], ["getuid", "fcntl", "unix sockets", "inotify"],
-                                     ["getuid"], ["fcntl"], ["unix sockets"]],
-                         ids=["macos-like", "windows-like", "no-getuid", "no-fcntl",
-                              "no-unix-sockets"])
-def test_the_hook_works_without_linux_features(repo: Path, data_dir: Path,
-                                               removed: list[str]) -> None:
+@pytest.mark.parametrize(
+    "removed",
+    [
+        ["inotify"],
+        ["getuid", "fcntl", "unix sockets", "inotify"],
+        ["getuid"],
+        ["fcntl"],
+        ["unix sockets"],
+    ],
+    ids=["macos-like", "windows-like", "no-getuid", "no-fcntl", "no-unix-sockets"],
+)
+def test_the_hook_works_without_linux_features(
+    repo: Path, data_dir: Path, removed: list[str]
+) -> None:
     event = {"session_id": "s", "cwd": str(repo)}
     for name, edit in (("turn_start", None), ("turn_end", "print('agent')\n")):
         if edit:

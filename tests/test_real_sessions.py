@@ -21,8 +21,9 @@ from builders import fast_and_full, files_of, hook_ok, listed, load_state, run_c
 from snapshotter.store.logfile import log_path
 
 
-def hook(data_dir: Path, event: dict[str, Any], env: dict[str, str] | None = None,
-         *args: str) -> None:
+def hook(
+    data_dir: Path, event: dict[str, Any], env: dict[str, str] | None = None, *args: str
+) -> None:
     """One event through `snapshotter hook`, started in the event's cwd (as Claude Code's)."""
     hook_ok(event, data_dir, *args, cwd=event["cwd"], env=env)
 
@@ -103,10 +104,29 @@ def test_a_prompt_after_esc_closes_the_interrupted_turn(repo: Path, data_dir: Pa
     write(repo, "lib.py", "def f():\n    return 1\n")
     subprocess.run(["git", "add", "lib.py"], cwd=repo, check=True)
     original = (repo / "lib.py").read_bytes()
-    hook(data_dir, claude("UserPromptSubmit", "s", repo, prompt="extend lib",
-                          prompt_id="p1", permission_mode="default"))
-    hook(data_dir, claude("PreToolUse", "s", repo, tool_name="Bash", tool_use_id="t1",
-                          tool_input={"command": "echo more >> lib.py"}, prompt_id="p1"))
+    hook(
+        data_dir,
+        claude(
+            "UserPromptSubmit",
+            "s",
+            repo,
+            prompt="extend lib",
+            prompt_id="p1",
+            permission_mode="default",
+        ),
+    )
+    hook(
+        data_dir,
+        claude(
+            "PreToolUse",
+            "s",
+            repo,
+            tool_name="Bash",
+            tool_use_id="t1",
+            tool_input={"command": "echo more >> lib.py"},
+            prompt_id="p1",
+        ),
+    )
     with (repo / "lib.py").open("a") as f:
         f.write("# more\n")
     hook(data_dir, claude("UserPromptSubmit", "s", repo, prompt="never mind", prompt_id="p2"))
@@ -123,13 +143,34 @@ def test_a_prompt_after_esc_closes_the_interrupted_turn(repo: Path, data_dir: Pa
 def test_interrupted_turn_keeps_its_tool_checkpoints_nested(repo: Path, data_dir: Path) -> None:
     hook(data_dir, claude("UserPromptSubmit", "s", repo, prompt="one"))
     edit = {"file_path": str(repo / "README.md")}
-    hook(data_dir, claude("PreToolUse", "s", repo, tool_name="Edit", tool_use_id="t1",
-                          tool_input=edit))
+    hook(
+        data_dir,
+        claude("PreToolUse", "s", repo, tool_name="Edit", tool_use_id="t1", tool_input=edit),
+    )
     write(repo, "README.md", "# edited\n")
-    hook(data_dir, claude("PostToolUse", "s", repo, tool_name="Edit", tool_use_id="t1",
-                          tool_input=edit, tool_response={"success": True}))
-    hook(data_dir, claude("PreToolUse", "s", repo, tool_name="Bash", tool_use_id="t2",
-                          tool_input={"command": "sleep 100"}))
+    hook(
+        data_dir,
+        claude(
+            "PostToolUse",
+            "s",
+            repo,
+            tool_name="Edit",
+            tool_use_id="t1",
+            tool_input=edit,
+            tool_response={"success": True},
+        ),
+    )
+    hook(
+        data_dir,
+        claude(
+            "PreToolUse",
+            "s",
+            repo,
+            tool_name="Bash",
+            tool_use_id="t2",
+            tool_input={"command": "sleep 100"},
+        ),
+    )
     write(repo, "src/util.py", "X = 2\n")
     hook(data_dir, claude("SessionStart", "s", repo, source="resume"))
     cps = listed(repo, data_dir)
@@ -154,17 +195,23 @@ def test_parallel_named_writes_in_two_sessions(
 
     Every tool is open while every write lands: 6 at once, 12 in the full run.
     """
-    sessions = {"main": [f"m/f{i}.txt" for i in range(per_session)],
-                "bg": [f"b/f{i}.txt" for i in range(per_session)]}
+    sessions = {
+        "main": [f"m/f{i}.txt" for i in range(per_session)],
+        "bg": [f"b/f{i}.txt" for i in range(per_session)],
+    }
     for session in sessions:  # docker-agent shape: a background agent is its own session
         hook(data_dir, {"session_id": session, "cwd": str(repo), "hook_event_name": "turn_start"})
-    tools = [(s, f"{s}-{i}", path) for s, paths in sessions.items()
-             for i, path in enumerate(paths)]
+    tools = [(s, f"{s}-{i}", path) for s, paths in sessions.items() for i, path in enumerate(paths)]
 
     def event(kind: str, session: str, tool_id: str, path: str) -> dict[str, Any]:
-        return {"session_id": session, "cwd": str(repo), "hook_event_name": kind,
-                "tool_name": "write_file", "tool_use_id": tool_id,
-                "tool_input": {"path": path, "content": "..."}}
+        return {
+            "session_id": session,
+            "cwd": str(repo),
+            "hook_event_name": kind,
+            "tool_name": "write_file",
+            "tool_use_id": tool_id,
+            "tool_input": {"path": path, "content": "..."},
+        }
 
     with ThreadPoolExecutor(max_workers=6) as pool:
         list(pool.map(lambda t: hook(data_dir, event("pre_tool_use", *t)), tools))
@@ -198,15 +245,31 @@ def test_a_relative_path_in_tool_input_is_relative_to_the_events_cwd(
     src = repo / "src"
     hook(data_dir, {"session_id": "s", "cwd": str(repo), "hook_event_name": "turn_start"})
     for tool_id, name in (("a", "one.py"), ("b", "two.py")):
-        hook(data_dir, {"session_id": "s", "cwd": str(src), "hook_event_name": "pre_tool_use",
-                        "tool_name": "edit_file", "tool_use_id": tool_id,
-                        "tool_input": {"paths": [name]}})
+        hook(
+            data_dir,
+            {
+                "session_id": "s",
+                "cwd": str(src),
+                "hook_event_name": "pre_tool_use",
+                "tool_name": "edit_file",
+                "tool_use_id": tool_id,
+                "tool_input": {"paths": [name]},
+            },
+        )
     write(repo, "src/one.py", "1\n")
     write(repo, "src/two.py", "2\n")
     for tool_id, name in (("b", "two.py"), ("a", "one.py")):
-        hook(data_dir, {"session_id": "s", "cwd": str(src), "hook_event_name": "post_tool_use",
-                        "tool_name": "edit_file", "tool_use_id": tool_id,
-                        "tool_input": {"paths": [name]}})
+        hook(
+            data_dir,
+            {
+                "session_id": "s",
+                "cwd": str(src),
+                "hook_event_name": "post_tool_use",
+                "tool_name": "edit_file",
+                "tool_use_id": tool_id,
+                "tool_input": {"paths": [name]},
+            },
+        )
     tools = [cp for cp in listed(repo, data_dir) if cp["kind"] == "tool"]
     assert [files_of(cp) for cp in tools] == [{"src/two.py": "added"}, {"src/one.py": "added"}]
     assert [cp["named_paths"] for cp in tools] == [["src/two.py"], ["src/one.py"]]
@@ -217,18 +280,54 @@ def test_a_relative_path_in_tool_input_is_relative_to_the_events_cwd(
 
 def test_failed_tools_end_their_span(repo: Path, data_dir: Path) -> None:
     """Claude Code's PostToolUseFailure and docker-agent's tool_error both record."""
-    hook(data_dir, claude("PreToolUse", "cc", repo, tool_name="Bash", tool_use_id="t1",
-                          tool_input={"command": "make"}))
+    hook(
+        data_dir,
+        claude(
+            "PreToolUse",
+            "cc",
+            repo,
+            tool_name="Bash",
+            tool_use_id="t1",
+            tool_input={"command": "make"},
+        ),
+    )
     write(repo, "build.txt", "half-built\n")
-    hook(data_dir, claude("PostToolUseFailure", "cc", repo, tool_name="Bash", tool_use_id="t1",
-                          tool_input={"command": "make"}, error="Exit code 2",
-                          is_interrupt=False))
-    hook(data_dir, {"session_id": "da", "cwd": str(repo), "hook_event_name": "pre_tool_use",
-                    "tool_name": "shell", "tool_use_id": "c1"})
+    hook(
+        data_dir,
+        claude(
+            "PostToolUseFailure",
+            "cc",
+            repo,
+            tool_name="Bash",
+            tool_use_id="t1",
+            tool_input={"command": "make"},
+            error="Exit code 2",
+            is_interrupt=False,
+        ),
+    )
+    hook(
+        data_dir,
+        {
+            "session_id": "da",
+            "cwd": str(repo),
+            "hook_event_name": "pre_tool_use",
+            "tool_name": "shell",
+            "tool_use_id": "c1",
+        },
+    )
     write(repo, "src/app.py", "broken(\n")
-    hook(data_dir, {"session_id": "da", "cwd": str(repo), "hook_event_name": "post_tool_use",
-                    "tool_name": "shell", "tool_use_id": "c1", "tool_error": True,
-                    "tool_response": "exit status 1"})
+    hook(
+        data_dir,
+        {
+            "session_id": "da",
+            "cwd": str(repo),
+            "hook_event_name": "post_tool_use",
+            "tool_name": "shell",
+            "tool_use_id": "c1",
+            "tool_error": True,
+            "tool_response": "exit status 1",
+        },
+    )
     cps = listed(repo, data_dir, "--all")
     assert [(cp["session_id"], cp["tool_name"], files_of(cp)) for cp in cps] == [
         ("cc", "Bash", {"build.txt": "added"}),

@@ -28,8 +28,9 @@ def script(tmp_path: Path, name: str, body: str) -> str:
 
 
 def tool_input(tool: str = "write_file", **extra: Any) -> HookInput:
-    return HookInput(session_id="s1", cwd=os.getcwd(), tool_name=tool, tool_use_id="call-1",
-                     **extra)
+    return HookInput(
+        session_id="s1", cwd=os.getcwd(), tool_name=tool, tool_use_id="call-1", **extra
+    )
 
 
 class Calls:
@@ -106,14 +107,19 @@ def test_matcher_regex_selects_by_tool_name() -> None:
     registry.register_builtin("writes", writes)
     registry.register_builtin("shells", shells)
     registry.register_builtin("every", every)
-    config = HooksConfig.parse({
-        "pre_tool_use": [
-            {"matcher": "write_.*|edit_file", "hooks": [{"type": "builtin", "command": "writes"}]},
-            {"matcher": "shell", "hooks": [{"type": "builtin", "command": "shells"}]},
-            {"matcher": "*", "hooks": [{"type": "builtin", "command": "every"}]},
-            {"matcher": "(", "hooks": [{"type": "builtin", "command": "every"}]},  # bad regex
-        ],
-    })
+    config = HooksConfig.parse(
+        {
+            "pre_tool_use": [
+                {
+                    "matcher": "write_.*|edit_file",
+                    "hooks": [{"type": "builtin", "command": "writes"}],
+                },
+                {"matcher": "shell", "hooks": [{"type": "builtin", "command": "shells"}]},
+                {"matcher": "*", "hooks": [{"type": "builtin", "command": "every"}]},
+                {"matcher": "(", "hooks": [{"type": "builtin", "command": "every"}]},  # bad regex
+            ],
+        }
+    )
     executor = Executor(config, registry)
     for tool in ("write_file", "edit_file", "shell", "read_file", "shell_exec", "rewrite_file"):
         result = executor.dispatch(ev.PRE_TOOL_USE, tool_input(tool))
@@ -138,12 +144,16 @@ def test_builtin_args_output_and_failures() -> None:
         raise RuntimeError("builtin bug")
 
     registry.register_builtin("broken", broken)
-    config = HooksConfig.parse({
-        "session_start": [{"type": "builtin", "command": "broken"},
-                          {"type": "builtin", "command": "missing"},
-                          {"type": "builtin", "command": "calls", "args": ["k=v"]}],
-        "turn_start": [{"type": "builtin", "command": "blocker"}],
-    })
+    config = HooksConfig.parse(
+        {
+            "session_start": [
+                {"type": "builtin", "command": "broken"},
+                {"type": "builtin", "command": "missing"},
+                {"type": "builtin", "command": "calls", "args": ["k=v"]},
+            ],
+            "turn_start": [{"type": "builtin", "command": "blocker"}],
+        }
+    )
     executor = Executor(config, registry, working_dir="/work/dir")
     result = executor.dispatch(ev.SESSION_START, HookInput(session_id="s"))
     assert result.allowed and result.exit_code == 1, f"a broken builtin is ignored: {result}"
@@ -165,20 +175,23 @@ def test_executor_fills_cwd_from_its_working_dir() -> None:
 
 
 def _snapshot_hooks(config: HooksConfig, event: str) -> list[HookDefinition]:
-    return [h for h in config.hooks_for(event)
-            if h.type == "builtin" and h.command == BUILTIN_NAME]
+    return [h for h in config.hooks_for(event) if h.type == "builtin" and h.command == BUILTIN_NAME]
 
 
 def test_auto_inject_adds_the_builtin_once_per_event(data_dir: Path) -> None:
     registry = Registry()
     controller = register_snapshot(registry, data_dir_path=data_dir)
     assert BUILTIN_NAME in registry.names(), "register_snapshot registers 'snapshot'"
-    assert set(AUTO_EVENTS) == {ev.SESSION_START, ev.USER_PROMPT_SUBMIT, ev.TURN_START,
-                                ev.TURN_END, ev.SESSION_END}
+    assert set(AUTO_EVENTS) == {
+        ev.SESSION_START,
+        ev.USER_PROMPT_SUBMIT,
+        ev.TURN_START,
+        ev.TURN_END,
+        ev.SESSION_END,
+    }
 
     user = {
-        "session_start": [{"command": "echo first"},
-                          {"type": "builtin", "command": "snapshot"}],
+        "session_start": [{"command": "echo first"}, {"type": "builtin", "command": "snapshot"}],
         "turn_end": [{"command": "echo mine"}],
         "pre_tool_use": [{"matcher": "shell", "hooks": [{"command": "echo tool"}]}],
     }
@@ -226,8 +239,12 @@ def test_snapshotter_hook_as_a_command_hook(repo: Path, data_dir: Path) -> None:
     """docker-agent's way: the executor runs `snapshotter hook` with the event on stdin."""
     cmd = shlex.join([sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), "hook"])
     hooks = [{"command": cmd}]
-    config = HooksConfig.parse({"pre_tool_use": [{"matcher": "*", "hooks": hooks}],
-                                "post_tool_use": [{"matcher": "*", "hooks": hooks}]})
+    config = HooksConfig.parse(
+        {
+            "pre_tool_use": [{"matcher": "*", "hooks": hooks}],
+            "post_tool_use": [{"matcher": "*", "hooks": hooks}],
+        }
+    )
     executor = Executor(config, Registry(), working_dir=str(repo))
     call = HookInput(session_id="s", tool_name="write_file", tool_use_id="c1")
     assert executor.dispatch(ev.PRE_TOOL_USE, call).allowed, "pre must never block"

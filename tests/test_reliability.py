@@ -62,15 +62,25 @@ SESSION = "sess-1"
 
 
 def hook_proc(
-    data_dir: Path, sent: dict[str, Any], *, prefix: tuple[str, ...] = (),
-    preexec: Callable[[], None] | None = None, timeout: float = 120.0,
+    data_dir: Path,
+    sent: dict[str, Any],
+    *,
+    prefix: tuple[str, ...] = (),
+    preexec: Callable[[], None] | None = None,
+    timeout: float = 120.0,
 ) -> subprocess.CompletedProcess[bytes]:
     """``snapshotter hook`` as the agent runs it: a fresh process, JSON on stdin.
 
     Handled in that process (no resident server), so its limits and uid apply.
     """
-    return run_hook(sent, data_dir, prefix=prefix, preexec=preexec, timeout=timeout,
-                    env={"SNAPSHOTTER_HOOK_SERVER": "0"})
+    return run_hook(
+        sent,
+        data_dir,
+        prefix=prefix,
+        preexec=preexec,
+        timeout=timeout,
+        env={"SNAPSHOTTER_HOOK_SERVER": "0"},
+    )
 
 
 def cli_proc(
@@ -114,8 +124,9 @@ def apply(root: Path, edits: Edits) -> None:
             write(root, rel, content)
 
 
-def turn(data_dir: Path, root: Path, edits: Edits | Callable[[], object],
-         session: str = SESSION) -> None:
+def turn(
+    data_dir: Path, root: Path, edits: Edits | Callable[[], object], session: str = SESSION
+) -> None:
     """One agent turn through the hook: turn_start, the edits, turn_end; quietly."""
     assert hook(data_dir, root, "turn_start", session) == ""
     edits() if callable(edits) else apply(root, edits)
@@ -124,8 +135,11 @@ def turn(data_dir: Path, root: Path, edits: Edits | Callable[[], object],
 
 
 def checkpoints(data_dir: Path, session: str | None = None) -> list[dict[str, Any]]:
-    return [cp for cp in load_state(data_dir)["checkpoints"]
-            if session is None or cp["session_id"] == session]
+    return [
+        cp
+        for cp in load_state(data_dir)["checkpoints"]
+        if session is None or cp["session_id"] == session
+    ]
 
 
 def disk(root: Path) -> dict[str, tuple[Any, ...]]:
@@ -139,8 +153,7 @@ def disk(root: Path) -> dict[str, tuple[Any, ...]]:
             if os.path.islink(full):
                 found[rel] = ("link", os.readlink(full))
             else:
-                found[rel] = ("file", os.lstat(full).st_mode & 0o111 != 0,
-                              Path(full).read_bytes())
+                found[rel] = ("file", os.lstat(full).st_mode & 0o111 != 0, Path(full).read_bytes())
     return found
 
 
@@ -197,9 +210,11 @@ def temp_leftovers(*dirs: Path) -> list[str]:
     found = []
     for base in dirs:
         for dirpath, _dirs, files in os.walk(base):
-            found += [os.path.join(dirpath, n) for n in files
-                      if n.startswith(fileio.TEMP_PREFIX) or n == "index.lock"
-                      or n.startswith("tmp_")]
+            found += [
+                os.path.join(dirpath, n)
+                for n in files
+                if n.startswith(fileio.TEMP_PREFIX) or n == "index.lock" or n.startswith("tmp_")
+            ]
     return found
 
 
@@ -223,8 +238,9 @@ def unprivileged_prefix() -> tuple[str, ...] | None:
         probe.write_text("secret")
         probe.chmod(0)
         try:
-            done = subprocess.run([*prefix, "cat", str(probe)], capture_output=True,
-                                  check=False, timeout=30)
+            done = subprocess.run(
+                [*prefix, "cat", str(probe)], capture_output=True, check=False, timeout=30
+            )
         except (OSError, subprocess.SubprocessError):
             return None
         probe.chmod(0o600)
@@ -259,7 +275,8 @@ def test_01_stale_lock_recovered_within_a_second(repo: Path, data_dir: Path) -> 
     index.lock) never blocks the next hook: it records within a generous timeout."""
     holder = subprocess.Popen(
         [sys.executable, "-c", LOCK_HOLDER, str(repo), str(data_dir)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     try:
         assert holder.stdout is not None
@@ -272,8 +289,11 @@ def test_01_stale_lock_recovered_within_a_second(repo: Path, data_dir: Path) -> 
         if holder.poll() is None:
             holder.kill()
             holder.wait()
-    stale = sorted(p.name for p in root.iterdir() if p.name in ("lock", "index.lock")
-                   or p.name.startswith(fileio.TEMP_PREFIX))
+    stale = sorted(
+        p.name
+        for p in root.iterdir()
+        if p.name in ("lock", "index.lock") or p.name.startswith(fileio.TEMP_PREFIX)
+    )
     assert len(stale) == 3, f"the killed holder should have left its debris: {stale}"
     source_lock = repo / ".git" / "index.lock"
 
@@ -285,8 +305,9 @@ def test_01_stale_lock_recovered_within_a_second(repo: Path, data_dir: Path) -> 
             write(repo, "src/app.py", "print('after the kill')\n")
         started = time.monotonic()
         try:
-            proc = hook_proc(data_dir, event(name, repo, SESSION, reason="normal"),
-                             timeout=HOOK_TIMEOUT_S)
+            proc = hook_proc(
+                data_dir, event(name, repo, SESSION, reason="normal"), timeout=HOOK_TIMEOUT_S
+            )
         except subprocess.TimeoutExpired:
             pytest.fail(f"{name} still blocked by the dead holder's locks after {HOOK_TIMEOUT_S}s")
         elapsed = time.monotonic() - started
@@ -294,22 +315,29 @@ def test_01_stale_lock_recovered_within_a_second(repo: Path, data_dir: Path) -> 
             f"{name} after a killed lock holder: exit {proc.returncode}, {proc.stderr!r}"
         )
         recovered += 1
-        figure(f"#1 {name} after a SIGKILLed lock holder finished in {elapsed:.2f}s "
-               f"(process start included; timeout {HOOK_TIMEOUT_S:.0f}s)")
+        figure(
+            f"#1 {name} after a SIGKILLed lock holder finished in {elapsed:.2f}s "
+            f"(process start included; timeout {HOOK_TIMEOUT_S:.0f}s)"
+        )
     cps = checkpoints(data_dir)
     assert [files_of(cp) for cp in cps] == [{"src/app.py": "modified"}], (
         f"the turn after the kill must be recorded normally: {cps}"
     )
-    leftovers = sorted(p.name for p in root.iterdir() if p.name == "index.lock"
-                       or p.name.startswith(fileio.TEMP_PREFIX))
+    leftovers = sorted(
+        p.name
+        for p in root.iterdir()
+        if p.name == "index.lock" or p.name.startswith(fileio.TEMP_PREFIX)
+    )
     assert leftovers == [], f"the dead holder's index.lock and temp file are cleared: {leftovers}"
     assert source_lock.read_text() == "a `git add` killed mid-way", (
         "the source repository's index.lock belongs to the user's git: it must neither "
         "block a capture nor be deleted"
     )
-    figure(f"#1 3 stale items recovered (our flock, the shadow index.lock, a temp state "
-           f"file); {recovered} events went through; the source index.lock did not block "
-           "and was left alone")
+    figure(
+        f"#1 3 stale items recovered (our flock, the shadow index.lock, a temp state "
+        f"file); {recovered} events went through; the source index.lock did not block "
+        "and was left alone"
+    )
 
 
 # -- 2 ---------------------------------------------------------------------------------------
@@ -396,12 +424,20 @@ def test_03_restore_touches_only_differing_files_of_this_session(
                 os.utime(os.path.join(dirpath, name), ns=(OLD_NS, OLD_NS))
 
     a, b = "sess-A", "sess-B"
-    turn(data_dir, root, {"pkg1/mod1.py": "VALUE = 'A1'\n", "pkg2/mod2.py": None,
-                          "pkg3/new.py": "NEW = 1\n"}, session=a)
+    turn(
+        data_dir,
+        root,
+        {"pkg1/mod1.py": "VALUE = 'A1'\n", "pkg2/mod2.py": None, "pkg3/new.py": "NEW = 1\n"},
+        session=a,
+    )
     # Turn 2 edits mod4 and then puts mod5 back exactly: after reset, mod5
     # already matches, so it must not be rewritten.
-    turn(data_dir, root, {"pkg4/mod4.py": "VALUE = 'A2'\n", "pkg5/mod5.py": "VALUE = 'tmp'\n"},
-         session=a)
+    turn(
+        data_dir,
+        root,
+        {"pkg4/mod4.py": "VALUE = 'A2'\n", "pkg5/mod5.py": "VALUE = 'tmp'\n"},
+        session=a,
+    )
     turn(data_dir, root, {"pkg5/mod5.py": "VALUE = 5\n"}, session=a)
     turn(data_dir, root, {"pkg6/mod6.py": "VALUE = 'B'\n"}, session=b)
     write(root, "scratch.txt", "user file made after the agent's turns\n")
@@ -445,8 +481,16 @@ def test_04_undo_refuses_users_later_edits_exit_4_and_redo_recovers(
     user's bytes back. A file the store could not capture (a new 3 MiB file
     where the agent deleted one) is refused too: redo could never restore it."""
     git(repo, "rm", "-q", "--cached", "src/util.py")  # untracked: big new files are skipped
-    turn(data_dir, repo, {"src/app.py": "print('agent')\n", "README.md": "# agent\n",
-                          "src/util.py": None, "agent-new.txt": "by the agent\n"})
+    turn(
+        data_dir,
+        repo,
+        {
+            "src/app.py": "print('agent')\n",
+            "README.md": "# agent\n",
+            "src/util.py": None,
+            "agent-new.txt": "by the agent\n",
+        },
+    )
     write(repo, "src/app.py", "print('agent')\nprint('user edit after the turn')\n")
     write(repo, "agent-new.txt", "by the agent, then edited by the user\n")
     content = disk(repo)
@@ -538,14 +582,19 @@ def test_05_undo_in_one_session_never_reverts_another_sessions_files(
 # -- 6 ---------------------------------------------------------------------------------------
 
 
-def test_06_directory_replaced_by_symlink_keeps_capturing(
-    tmp_path: Path, data_dir: Path
-) -> None:
+def test_06_directory_replaced_by_symlink_keeps_capturing(tmp_path: Path, data_dir: Path) -> None:
     """A tracked directory replaced by a symlink (inside or outside the worktree):
     every later capture still works, the link is stored as a link (never
     followed), and undo brings the directory back without touching the target."""
-    root = make_repo(tmp_path / "repo", {"lib/a.py": "A = 1\n", "lib/sub/b.py": "B = 1\n",
-                                         "docs/index.md": "# docs\n", "main.py": "main\n"})
+    root = make_repo(
+        tmp_path / "repo",
+        {
+            "lib/a.py": "A = 1\n",
+            "lib/sub/b.py": "B = 1\n",
+            "docs/index.md": "# docs\n",
+            "main.py": "main\n",
+        },
+    )
     outside = tmp_path / "outside"
     for i in range(50):
         write(outside, f"f{i}.txt", f"outside {i}\n")
@@ -605,15 +654,24 @@ def test_07_nested_repository_without_commit_is_captured(tmp_path: Path, data_di
     write(root, "vendor/garbage/code.py", "garbage\n")
     (root / "vendor/emptygit/.git").mkdir(parents=True)
     write(root, "vendor/emptygit/code.py", "emptygit\n")
-    nested_gits = {p: snapshot_dir_bytes(root / p / ".git") for p in
-                   ("vendor/fresh", "vendor/staged", "vendor/emptygit")}
+    nested_gits = {
+        p: snapshot_dir_bytes(root / p / ".git")
+        for p in ("vendor/fresh", "vendor/staged", "vendor/emptygit")
+    }
     # The top-level worktree has no commit either.
     bare_root = make_repo(tmp_path / "uncommitted", commit=False)
     write(bare_root, "draft.md", "draft\n")
 
-    edits: Edits = {f"vendor/{d}/{f}": f"edited {d}\n" for d, f in (
-        ("fresh", "main.py"), ("staged", "lib.py"), ("broken", "code.py"),
-        ("garbage", "code.py"), ("emptygit", "code.py"))}
+    edits: Edits = {
+        f"vendor/{d}/{f}": f"edited {d}\n"
+        for d, f in (
+            ("fresh", "main.py"),
+            ("staged", "lib.py"),
+            ("broken", "code.py"),
+            ("garbage", "code.py"),
+            ("emptygit", "code.py"),
+        )
+    }
     edits["vendor/fresh/added.py"] = "added inside a repo with no commit\n"
     original = disk(root)
     turn(data_dir, root, edits)
@@ -640,11 +698,33 @@ def test_07_nested_repository_without_commit_is_captured(tmp_path: Path, data_di
 NFC = unicodedata.normalize("NFC", "caf\u00e9.txt")
 NFD = unicodedata.normalize("NFD", "caf\u00e9.txt")
 ODD_NAMES = [
-    "-rf", "--force", "-", "a b c.txt", "tab\tname", "new\nline", "carriage\rreturn",
-    "ünïcödé.txt", "日本語/ファイル.txt", "emoji 🎉.md", "quote\"s 'and' `ticks`",
-    "back\\slash", "*?[glob].txt", "#hash", "!bang", "trailing space ", " leading space",
-    "semi;colon&amp|pipe$(x)", "%20percent", "dir with space/-nested/-file", "~tilde",
-    "colon:name", "\u202eright-to-left.txt", "zero\u200bwidth", "x" * 200, NFC, NFD,
+    "-rf",
+    "--force",
+    "-",
+    "a b c.txt",
+    "tab\tname",
+    "new\nline",
+    "carriage\rreturn",
+    "ünïcödé.txt",
+    "日本語/ファイル.txt",
+    "emoji 🎉.md",
+    "quote\"s 'and' `ticks`",
+    "back\\slash",
+    "*?[glob].txt",
+    "#hash",
+    "!bang",
+    "trailing space ",
+    " leading space",
+    "semi;colon&amp|pipe$(x)",
+    "%20percent",
+    "dir with space/-nested/-file",
+    "~tilde",
+    "colon:name",
+    "\u202eright-to-left.txt",
+    "zero\u200bwidth",
+    "x" * 200,
+    NFC,
+    NFD,
 ]
 
 
@@ -652,8 +732,9 @@ def test_08_odd_file_names_survive_capture_undo_redo(tmp_path: Path, data_dir: P
     """Unicode (NFC and NFD side by side), spaces, leading dashes, tabs, newlines:
     captured, listed, undone and redone byte for byte."""
     half = len(ODD_NAMES) // 2
-    root = make_repo(tmp_path / "repo", {name: f"original {i}\n"
-                                         for i, name in enumerate(ODD_NAMES[:half])})
+    root = make_repo(
+        tmp_path / "repo", {name: f"original {i}\n" for i, name in enumerate(ODD_NAMES[:half])}
+    )
     for i, name in enumerate(ODD_NAMES[half:]):
         write(root, name, f"untracked original {i}\n")
     original = disk(root)
@@ -687,9 +768,7 @@ def test_08_odd_file_names_survive_capture_undo_redo(tmp_path: Path, data_dir: P
 # -- 9 ---------------------------------------------------------------------------------------
 
 
-def test_09_data_dir_inside_worktree_is_never_snapshotted(
-    tmp_path: Path, repo: Path
-) -> None:
+def test_09_data_dir_inside_worktree_is_never_snapshotted(tmp_path: Path, repo: Path) -> None:
     """The store inside the worktree (not ignored, reached directly or through a
     symlink): never captured, never in a checkpoint, never removed by undo."""
     inside = repo / "agent-data"
@@ -727,7 +806,6 @@ def test_09_data_dir_inside_worktree_is_never_snapshotted(
     )
 
 
-
 # -- 12 --------------------------------------------------------------------------------------
 
 
@@ -740,8 +818,11 @@ def _limit_file_size(limit: int) -> Callable[[], None]:
 
 
 def _store_files(store: Path) -> dict[str, bytes]:
-    return {name: (store / name).read_bytes() for name in ("state.json", "manifest", "index")
-            if (store / name).exists()}
+    return {
+        name: (store / name).read_bytes()
+        for name in ("state.json", "manifest", "index")
+        if (store / name).exists()
+    }
 
 
 def test_12_disk_full_or_read_only_data_dir_never_fails_the_hook(
@@ -759,8 +840,11 @@ def test_12_disk_full_or_read_only_data_dir_never_fails_the_hook(
     cases = 0
 
     # (a) The disk fills up: no file may grow past 16 KiB (blobs, index, state).
-    proc = hook_proc(data_dir, event("turn_end", repo, SESSION, reason="normal"),
-                     preexec=_limit_file_size(16 * 1024))
+    proc = hook_proc(
+        data_dir,
+        event("turn_end", repo, SESSION, reason="normal"),
+        preexec=_limit_file_size(16 * 1024),
+    )
     err = proc.stderr.decode(errors="replace")
     assert proc.returncode == 0 and "Traceback" not in err, f"exit {proc.returncode}: {err}"
     assert err.strip() and len(err.strip().splitlines()) == 1, f"one line on stderr: {err!r}"
@@ -791,8 +875,9 @@ def test_12_disk_full_or_read_only_data_dir_never_fails_the_hook(
         for path in [store, *store.rglob("*")]:
             path.chmod(path.stat().st_mode & ~0o222)
         try:
-            proc = hook_proc(data_dir, event("turn_end", repo, SESSION, reason="normal"),
-                             prefix=prefix)
+            proc = hook_proc(
+                data_dir, event("turn_end", repo, SESSION, reason="normal"), prefix=prefix
+            )
         finally:
             for path in [store, *store.rglob("*")]:
                 path.chmod(path.stat().st_mode | 0o200)
@@ -815,8 +900,10 @@ def test_12_disk_full_or_read_only_data_dir_never_fails_the_hook(
     assert files_of(checkpoints(data_dir)[-1]) == {"data.bin": "added", "src/app.py": "modified"}
     assert cli(data_dir, "undo", "-C", repo).code == 0
     assert not (repo / "data.bin").exists() and (repo / "src/app.py").read_text() == "print('hi')\n"
-    figure(f"#12 {cases} no-space/read-only cases, hook exit 0 in each "
-           f"(read-only {'real, via ' + ' '.join(prefix) if prefix is not None else 'skipped'})")
+    figure(
+        f"#12 {cases} no-space/read-only cases, hook exit 0 in each "
+        f"(read-only {'real, via ' + ' '.join(prefix) if prefix is not None else 'skipped'})"
+    )
 
 
 # -- 13 --------------------------------------------------------------------------------------
@@ -874,8 +961,12 @@ def test_13_unreadable_files_are_skipped_and_reported_never_a_crash(
         for rel in unreadable:
             (root / rel).chmod(0)
         try:
-            proc = hook_proc(data_dir, event("turn_end", root, SESSION, reason="normal"),
-                             prefix=prefix, timeout=60)
+            proc = hook_proc(
+                data_dir,
+                event("turn_end", root, SESSION, reason="normal"),
+                prefix=prefix,
+                timeout=60,
+            )
             undo = cli_proc(data_dir, "undo", "-C", str(root), prefix=prefix)
         finally:
             for rel in unreadable:
@@ -901,8 +992,10 @@ def test_13_unreadable_files_are_skipped_and_reported_never_a_crash(
     )
     # Left alone and named: refused (exit 4), or (since #12.1) skipped, as SPEC §5 says.
     assert undo_code in (0, 4) and "secret.txt" in undo_err, (undo_code, undo_err)
-    figure(f"#13 unreadable files via {'real permissions' if prefix is not None else 'simulation'}"
-           f" ({' '.join(prefix) if prefix else 'in-process'}); skipped: {sorted(skipped)}")
+    figure(
+        f"#13 unreadable files via {'real permissions' if prefix is not None else 'simulation'}"
+        f" ({' '.join(prefix) if prefix else 'in-process'}); skipped: {sorted(skipped)}"
+    )
 
 
 VANISHING = """
@@ -973,8 +1066,13 @@ def test_13_files_vanishing_mid_capture_are_skipped_never_a_hang(
     capture sees the new state."""
     root = make_repo(tmp_path / "repo", {"kept.txt": "k\n"})
     try:
-        proc = subprocess.run([sys.executable, "-c", VANISHING, str(root), str(data_dir)],
-                              capture_output=True, text=True, timeout=60, check=False)
+        proc = subprocess.run(
+            [sys.executable, "-c", VANISHING, str(root), str(data_dir)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         pytest.fail("capture hung on a file replaced by a FIFO mid-capture")
     assert proc.returncode == 0, proc.stderr
@@ -1010,8 +1108,10 @@ def test_15_restores_never_write_outside_the_worktree(tmp_path: Path, data_dir: 
     """A hostile store (``..``/absolute/``.git`` paths in checkpoints and trees),
     a symlinked parent directory, a destination symlink: every restore stays
     inside the worktree, and a rejected one writes nothing anywhere."""
-    root = make_repo(tmp_path / "w" / "repo", {"sub/f.txt": "f v1\n", "cfg.txt": "cfg v1\n",
-                                               "keep.txt": "keep\n"})
+    root = make_repo(
+        tmp_path / "w" / "repo",
+        {"sub/f.txt": "f v1\n", "cfg.txt": "cfg v1\n", "keep.txt": "keep\n"},
+    )
     outside = tmp_path / "w" / "outside"
     write(outside, "f.txt", "outside f\n")
     write(outside, "new.txt", "outside new\n")
@@ -1045,16 +1145,25 @@ def test_15_restores_never_write_outside_the_worktree(tmp_path: Path, data_dir: 
     engine = open_engine(root, data_dir)
     trees = []
     for version in ("v0", "v0b", "v1"):
-        apply(root, {"sub/f.txt": f"f {version}\n", "cfg.txt": f"cfg {version}\n",
-                     "keep.txt": f"keep {version}\n"})
+        apply(
+            root,
+            {
+                "sub/f.txt": f"f {version}\n",
+                "cfg.txt": f"cfg {version}\n",
+                "keep.txt": f"keep {version}\n",
+            },
+        )
         trees.append(engine.capture().tree)
     old, older, good = trees
     state_file = store_root(data_dir) / "state.json"
     pristine = state_file.read_bytes()
     hostile: list[tuple[str, str | None]] = [
-        ("../escape.txt", None), ("sub/../../escape.txt", None),
-        (str(watch / "escape.txt"), None), (".git/hooks/pre-commit", None),
-        ("sub/.git/config", None), ("../escape.txt", _hostile_tree(engine, b"..")),
+        ("../escape.txt", None),
+        ("sub/../../escape.txt", None),
+        (str(watch / "escape.txt"), None),
+        (".git/hooks/pre-commit", None),
+        ("sub/.git/config", None),
+        ("../escape.txt", _hostile_tree(engine, b"..")),
         ("a/escape.txt", _hostile_tree(engine, b"a/../..")),
     ]
     git_before = snapshot_dir_bytes(root / ".git")
@@ -1066,23 +1175,51 @@ def test_15_restores_never_write_outside_the_worktree(tmp_path: Path, data_dir: 
             sess = state["sessions"].setdefault(SESSION, {})
             # Two checkpoints with different "before" trees, so a reset restores a
             # benign group (cfg.txt) before reaching the group with the bad path.
-            benign = {"id": 89, "session_id": SESSION, "kind": "turn", "label": "benign",
-                      "created_at": "2026-01-01T00:00:00.000000Z", "before": old,
-                      "after": good, "files": [{"path": "cfg.txt", "status": "modified"}],
-                      "skipped": [], "undone": False, "parent": None}
+            benign = {
+                "id": 89,
+                "session_id": SESSION,
+                "kind": "turn",
+                "label": "benign",
+                "created_at": "2026-01-01T00:00:00.000000Z",
+                "before": old,
+                "after": good,
+                "files": [{"path": "cfg.txt", "status": "modified"}],
+                "skipped": [],
+                "undone": False,
+                "parent": None,
+            }
             files = [{"path": path, "status": "deleted"}]
             if evil_tree is None:
                 files.insert(0, {"path": "keep.txt", "status": "modified"})
-            evil = {**benign, "id": 90, "label": "evil", "before": evil_tree or older,
-                    "files": files, "undone": op == "redo"}
+            evil = {
+                **benign,
+                "id": 90,
+                "label": "evil",
+                "before": evil_tree or older,
+                "files": files,
+                "undone": op == "redo",
+            }
             state["checkpoints"] = [benign, evil]
             state["next_id"] = 91
-            sess["redo"] = [{"op": "undo", "checkpoints": [90],
-                             "paths": [f["path"] for f in files], "tree": evil_tree or older,
-                             "after": good}] if op == "redo" else []
+            sess["redo"] = (
+                [
+                    {
+                        "op": "undo",
+                        "checkpoints": [90],
+                        "paths": [f["path"] for f in files],
+                        "tree": evil_tree or older,
+                        "after": good,
+                    }
+                ]
+                if op == "redo"
+                else []
+            )
             state_file.write_text(json.dumps(state))
-            args = {"undo": ("undo", "--force"), "redo": ("redo", "--force"),
-                    "reset": ("reset", "--original", "--force")}[op]
+            args = {
+                "undo": ("undo", "--force"),
+                "redo": ("redo", "--force"),
+                "reset": ("reset", "--original", "--force"),
+            }[op]
             run = cli(data_dir, *args, "-C", root)
             where = f"{op} of {path!r} ({'hostile tree' if evil_tree else 'hostile path'})"
             assert "Traceback" not in run.err, f"{where}: {run.err}"
@@ -1093,11 +1230,16 @@ def test_15_restores_never_write_outside_the_worktree(tmp_path: Path, data_dir: 
                 rejected += 1
             else:  # a tree entry named "a/../..": the path is simply not found there
                 now = disk(root)
-                assert {k for k in now.keys() | worktree_before.keys()
-                        if now.get(k) != worktree_before.get(k)} <= {"cfg.txt"}, where
+                assert {
+                    k
+                    for k in now.keys() | worktree_before.keys()
+                    if now.get(k) != worktree_before.get(k)
+                } <= {"cfg.txt"}, where
                 apply(root, {"cfg.txt": "cfg v1\n"})
             assert snapshot_dir_bytes(root / ".git") == git_before, f"{where} wrote into .git"
     state_file.write_bytes(pristine)
     assert not (root / ".git/hooks/pre-commit").exists()
-    figure(f"#15 {rejected} hostile restores rejected before any write; 0 bytes written "
-           "outside the worktree, into .git, or anywhere for a rejected one")
+    figure(
+        f"#15 {rejected} hostile restores rejected before any write; 0 bytes written "
+        "outside the worktree, into .git, or anywhere for a rejected one"
+    )

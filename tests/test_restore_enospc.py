@@ -42,8 +42,12 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         pytest.skip("mounting a small tmpfs needs root")
     mount = tmp_path / "small"
     mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m,mode=0700", "tmpfs",
-                           str(mount)], capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m,mode=0700", "tmpfs", str(mount)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if done.returncode != 0:
         print(f"\n[enospc] skipped: cannot mount a tmpfs here: {done.stderr.strip()}")
         pytest.skip(f"cannot mount a tmpfs: {done.stderr.strip()}")

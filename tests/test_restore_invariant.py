@@ -179,11 +179,17 @@ step = st.one_of(
 )
 # The two repros, always run first: the agent edits and ignores a file in
 # one turn; the user ignores a captured file and edits it after the turn.
-REPRO_AGENT = [("agent", [("write", "b.txt", b"two\n"), ("ignore", "b.txt", True)]), ("undo",),
-               ("redo", False)]
-REPRO_USER = [("agent", [("write", "a.txt", b"one\n")]),
-              ("user", [("ignore", "a.txt", True), ("write", "a.txt", b"two\n")]), ("undo",),
-              ("redo", False)]
+REPRO_AGENT = [
+    ("agent", [("write", "b.txt", b"two\n"), ("ignore", "b.txt", True)]),
+    ("undo",),
+    ("redo", False),
+]
+REPRO_USER = [
+    ("agent", [("write", "a.txt", b"one\n")]),
+    ("user", [("ignore", "a.txt", True), ("write", "a.txt", b"two\n")]),
+    ("undo",),
+    ("redo", False),
+]
 
 
 def perform(root: Path, actions: list[tuple[str, str, object]]) -> None:
@@ -200,8 +206,12 @@ def test_no_restore_ever_destroys_bytes_the_store_does_not_hold(
 ) -> None:
     ran: list[int] = []
 
-    @settings(max_examples=examples, deadline=None, derandomize=True,
-              suppress_health_check=[HealthCheck.too_slow])
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
     @given(steps=st.lists(step, min_size=2, max_size=10))
     @example(steps=REPRO_AGENT)
     @example(steps=REPRO_USER)

@@ -29,8 +29,11 @@ def test_restore_one_file_of_a_turn_and_redo_it(repo: Path) -> None:
 
 
 def test_a_directory_takes_its_files_and_paths_are_relative_to_here(repo: Path) -> None:
-    turn(repo, "s", {"src/app.py": "print('agent')\n", "src/new.py": "N = 1\n",
-                     "README.md": "# agent\n"})
+    turn(
+        repo,
+        "s",
+        {"src/app.py": "print('agent')\n", "src/new.py": "N = 1\n", "README.md": "# agent\n"},
+    )
     done = cli("restore", "1", "--json", "--", ".", cwd=repo / "src")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
@@ -58,8 +61,12 @@ def test_restore_refuses_later_edits_unless_forced_and_after_goes_forward(repo: 
 
 def test_restore_errors_are_one_line(repo: Path, tmp_path: Path) -> None:
     turn(repo, "s", {"src/app.py": "print('agent')\n"})
-    for args, code in ((["restore", "9", "src/app.py"], 1), (["restore", "1", "nope.txt"], 1),
-                       (["restore", "1", str(tmp_path)], 2), (["restore", "1"], 2)):
+    for args, code in (
+        (["restore", "9", "src/app.py"], 1),
+        (["restore", "1", "nope.txt"], 1),
+        (["restore", "1", str(tmp_path)], 2),
+        (["restore", "1"], 2),
+    ):
         done = cli(*args, cwd=repo)
         assert done.returncode == code, (args, done.returncode, done.stderr)
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr

@@ -75,8 +75,9 @@ def settle(root: Path) -> None:
     git(root, "update-index", "-q", "--refresh")
 
 
-def committed(root: Path, extra: dict[str, str | bytes] | None = None, *,
-              packed: bool = False) -> Path:
+def committed(
+    root: Path, extra: dict[str, str | bytes] | None = None, *, packed: bool = False
+) -> Path:
     """A committed repository whose index vouches for every file (loose or packed objects)."""
     make_repo(root, {**source_files(), **(extra or {})})
     settle(root)
@@ -107,8 +108,9 @@ def shared(store: Store) -> list[Path]:
 
 def own_bytes(store: Store) -> int:
     objects = store.root / "git" / "objects"
-    return sum(p.stat().st_size for p in objects.rglob("*")
-               if p.is_file() and p.stat().st_nlink == 1)
+    return sum(
+        p.stat().st_size for p in objects.rglob("*") if p.is_file() and p.stat().st_nlink == 1
+    )
 
 
 def object_ids(store: Store) -> tuple[set[str], set[str]]:
@@ -169,8 +171,9 @@ def stat_of(path: Path) -> Stat:
 
 def in_source(root: Path, content: bytes) -> bool:
     oid = hashlib.sha1(b"blob %d\0" % len(content) + content).hexdigest()
-    done = subprocess.run(["git", "cat-file", "-e", oid], cwd=root, capture_output=True,
-                          check=False)
+    done = subprocess.run(
+        ["git", "cat-file", "-e", oid], cwd=root, capture_output=True, check=False
+    )
     return done.returncode == 0
 
 
@@ -210,7 +213,10 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 @pytest.mark.parametrize("packed", [False, True], ids=["loose", "packed"])
 def test_clean_committed_repo_is_seeded_by_hard_links(
-    tmp_path: Path, data_dir: Path, reads: list[str], monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    data_dir: Path,
+    reads: list[str],
+    monkeypatch: pytest.MonkeyPatch,
     packed: bool,
 ) -> None:
     root = committed(tmp_path / "repo", packed=packed)
@@ -276,7 +282,10 @@ def test_a_stat_mismatch_is_hashed_from_the_file(
     os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
     after = os.stat(target)
     assert (after.st_size, after.st_mtime_ns, after.st_ino) == (
-        before.st_size, before.st_mtime_ns, before.st_ino), "size, mtime and inode still match"
+        before.st_size,
+        before.st_mtime_ns,
+        before.st_ino,
+    ), "size, mtime and inode still match"
     assert after.st_ctime_ns != before.st_ctime_ns, "only ctime tells"
 
     engine = open_engine(root, data_dir)
@@ -370,8 +379,12 @@ def test_flagged_entries_are_never_trusted(tmp_path: Path) -> None:
     plain = by_path["src/d2/f2.txt"]
     st = os.stat(root / plain.path)
     assert (plain.size, plain.ino, plain.mtime_s, plain.mtime_ns, plain.mode) == (
-        st.st_size, st.st_ino & 0xFFFFFFFF, st.st_mtime_ns // 10**9, st.st_mtime_ns % 10**9,
-        0o100644), "stat data as git recorded it"
+        st.st_size,
+        st.st_ino & 0xFFFFFFFF,
+        st.st_mtime_ns // 10**9,
+        st.st_mtime_ns % 10**9,
+        0o100644,
+    ), "stat data as git recorded it"
     assert plain.oid.hex() == git(root, "rev-parse", f":{plain.path}").strip()
 
     stale = {str(p.relative_to(root)): stat_of(p) for p in worktree_files(root)}
@@ -405,8 +418,10 @@ def test_a_split_index_is_seeded_from_both_of_its_files(
     entries = gitindex.read_entries(data, git_dir=root / ".git")
     assert entries is not None
     listed = git(root, "ls-files", "-s").splitlines()
-    assert [f"{e.mode:o} {e.oid.hex()} {e.stage}\t{e.path}"
-            for e in sorted(entries, key=lambda e: e.path)] == listed, "the entries git lists"
+    assert [
+        f"{e.mode:o} {e.oid.hex()} {e.stage}\t{e.path}"
+        for e in sorted(entries, key=lambda e: e.path)
+    ] == listed, "the entries git lists"
 
     engine = open_engine(root, data_dir)
     tree = engine.capture().tree
@@ -615,8 +630,9 @@ def test_loose_objects_the_source_packed_since_can_be_shared_again(
 
     objects = engine.store.root / "git" / "objects"
     ours = {p.parent.name + p.name for p in objects.glob("??/*")}
-    held = seed_mod.link_packs(root / ".git" / "objects", objects,
-                               {bytes.fromhex(oid) for oid in ours})
+    held = seed_mod.link_packs(
+        root / ".git" / "objects", objects, {bytes.fromhex(oid) for oid in ours}
+    )
     assert {oid.hex() for oid in held} == ours, "the source's new pack holds every one"
     src_pack = next((root / ".git" / "objects" / "pack").glob("pack-*.pack"))
     assert (objects / "pack" / src_pack.name).stat().st_ino == src_pack.stat().st_ino
@@ -633,8 +649,9 @@ def test_pack_index_lists_what_git_says(tmp_path: Path) -> None:
     idx = next((root / ".git" / "objects" / "pack").glob("pack-*.idx"))
     index = packwriter.read_pack_index(idx)
     assert index is not None
-    shown = subprocess.run(["git", "show-index"], stdin=idx.open("rb"), capture_output=True,
-                           check=True, text=True).stdout
+    shown = subprocess.run(
+        ["git", "show-index"], stdin=idx.open("rb"), capture_output=True, check=True, text=True
+    ).stdout
     names = {bytes.fromhex(line.split()[1]) for line in shown.splitlines()}
     assert index.names() == names and len(index) == len(names)
     assert all(n in index for n in names)

@@ -22,53 +22,101 @@ from snapshotter.git.attributes import AttributeRules, State
 
 # -- the matcher against git check-attr ----------------------------------------------
 
-ATTRS = ("text", "eol", "crlf", "filter", "ident", "working-tree-encoding", "diff", "merge",
-         "sealed", "lfs", "binary", "custom")
-ROOT_RULES = b"".join([
-    b"\xef\xbb\xbf# a BOM, then a comment\n",
-    b"* text=auto\r\n",
-    b"*.png binary\n",
-    b"*.sh eol=lf\n",
-    b"[attr]sealed filter=rot -text\n",
-    b"[attr]lfs filter=lfs diff=lfs merge=lfs -text\n",
-    b"[attr]binary -diff -text filter=overridden\n",  # redefines the builtin macro
-    b"*.bin lfs\n",
-    b"*.key sealed\n",
-    b"*.half -sealed\n",
-    b'"with space/*.q" ident\n',
-    b"!negated text\n",  # negative patterns are ignored
-    b"*.c -text text\n",  # inside one line the last mention wins
-    b"*.h text -text\n",
-    b"docs/** working-tree-encoding=UTF-16LE\n",
-    b"/top.txt filter=top\n",
-    b"only-dir/ ident\n",  # a directory pattern never names a file
-    b"*.bad ident b@d\n",  # a bad attribute name drops the whole line
-    b"*.BIG custom=upper\n",
-    b"**/deep/*.x crlf=input\n",
-])
-SUB_RULES = b"".join([
-    b"*.txt eol=crlf !text\n",
-    b"[attr]sealed ident\n",  # macros are not allowed below the top
-    b"*.sh !eol\n",
-    b"/x.txt ident\n",
-    b"*.key !filter\n",
-])
+ATTRS = (
+    "text",
+    "eol",
+    "crlf",
+    "filter",
+    "ident",
+    "working-tree-encoding",
+    "diff",
+    "merge",
+    "sealed",
+    "lfs",
+    "binary",
+    "custom",
+)
+ROOT_RULES = b"".join(
+    [
+        b"\xef\xbb\xbf# a BOM, then a comment\n",
+        b"* text=auto\r\n",
+        b"*.png binary\n",
+        b"*.sh eol=lf\n",
+        b"[attr]sealed filter=rot -text\n",
+        b"[attr]lfs filter=lfs diff=lfs merge=lfs -text\n",
+        b"[attr]binary -diff -text filter=overridden\n",  # redefines the builtin macro
+        b"*.bin lfs\n",
+        b"*.key sealed\n",
+        b"*.half -sealed\n",
+        b'"with space/*.q" ident\n',
+        b"!negated text\n",  # negative patterns are ignored
+        b"*.c -text text\n",  # inside one line the last mention wins
+        b"*.h text -text\n",
+        b"docs/** working-tree-encoding=UTF-16LE\n",
+        b"/top.txt filter=top\n",
+        b"only-dir/ ident\n",  # a directory pattern never names a file
+        b"*.bad ident b@d\n",  # a bad attribute name drops the whole line
+        b"*.BIG custom=upper\n",
+        b"**/deep/*.x crlf=input\n",
+    ]
+)
+SUB_RULES = b"".join(
+    [
+        b"*.txt eol=crlf !text\n",
+        b"[attr]sealed ident\n",  # macros are not allowed below the top
+        b"*.sh !eol\n",
+        b"/x.txt ident\n",
+        b"*.key !filter\n",
+    ]
+)
 DEEP_RULES = b"*.png -binary filter=z\n*.md crlf=input\n*.key sealed\n"
 INFO_RULES = b"sub/deep/*.c ident\n*.half filter=info\n"
 GLOBAL_RULES = b"*.glob filter=global\n*.png diff=png\n"
 PATHS = [
-    "x.png", "sub/x.png", "sub/deep/x.png", "s.sh", "sub/s.sh", "sub/deep/s.sh", "f.bin",
-    "sub/f.bin", "a.key", "sub/a.key", "sub/deep/a.key", "a.half", "with space/z.q", "negated",
-    "x.c", "x.h", "sub/deep/x.c", "docs/a/b.txt", "top.txt", "sub/top.txt", "sub/x.txt",
-    "sub/y.txt", "only-dir", "only-dir/f", "f.bad", "plain", "sub/deep/q.md", "CASE.big",
-    "case.BIG", "a/deep/m.x", "deep/m.x", "x.glob", "sub/deep/x.glob",
+    "x.png",
+    "sub/x.png",
+    "sub/deep/x.png",
+    "s.sh",
+    "sub/s.sh",
+    "sub/deep/s.sh",
+    "f.bin",
+    "sub/f.bin",
+    "a.key",
+    "sub/a.key",
+    "sub/deep/a.key",
+    "a.half",
+    "with space/z.q",
+    "negated",
+    "x.c",
+    "x.h",
+    "sub/deep/x.c",
+    "docs/a/b.txt",
+    "top.txt",
+    "sub/top.txt",
+    "sub/x.txt",
+    "sub/y.txt",
+    "only-dir",
+    "only-dir/f",
+    "f.bad",
+    "plain",
+    "sub/deep/q.md",
+    "CASE.big",
+    "case.BIG",
+    "a/deep/m.x",
+    "deep/m.x",
+    "x.glob",
+    "sub/deep/x.glob",
 ]
 
 
 def git_check_attr(root: Path, paths: list[str]) -> dict[str, dict[str, State]]:
-    done = subprocess.run(["git", "check-attr", "-z", "--stdin", *ATTRS], cwd=root,
-                          input="".join(f"{p}\0" for p in paths).encode(), capture_output=True,
-                          check=True)
+    done = subprocess.run(
+        ["git", "check-attr", "-z", "--stdin", *ATTRS],
+        cwd=root,
+        input="".join(f"{p}\0" for p in paths).encode(),
+        capture_output=True,
+        check=True,
+    )
     fields = done.stdout.decode().split("\0")
     found: dict[str, dict[str, State]] = {p: {} for p in paths}
     for i in range(0, len(fields) - 2, 3):
@@ -91,7 +139,9 @@ def test_attribute_rules_agree_with_git_check_attr(tmp_path: Path, icase: bool) 
     rules = AttributeRules(
         wanted=ATTRS,
         per_dir={"": ROOT_RULES, "sub": SUB_RULES, "sub/deep": DEEP_RULES},
-        info=INFO_RULES, global_=GLOBAL_RULES, icase=icase,
+        info=INFO_RULES,
+        global_=GLOBAL_RULES,
+        icase=icase,
     )
     expected = git_check_attr(root, PATHS)
     ours = {path: rules.lookup(path) for path in PATHS}
@@ -136,8 +186,7 @@ def commit_all(root: Path) -> None:
 SECRETS = {"keys/a.secret": "alpha bravo\n", "keys/b.secret": "charlie delta\n" * 3}
 
 
-@pytest.mark.parametrize(
-    "where", ["top", "directory", "info", "attributesFile", "xdg", "macro"])
+@pytest.mark.parametrize("where", ["top", "directory", "info", "attributesFile", "xdg", "macro"])
 def test_a_filter_is_hashed_wherever_its_rule_lives(
     tmp_path: Path, data_dir: Path, hermetic: Path, monkeypatch: pytest.MonkeyPatch, where: str
 ) -> None:
@@ -155,8 +204,11 @@ def test_a_filter_is_hashed_wherever_its_rule_lives(
     elif where == "xdg":
         write(hermetic / ".config" / "git", "attributes", f"keys/{rule}")
     else:
-        write(root, ".gitattributes", "[attr]sealed filter=rot -text\n*.png binary\n"
-                                      "keys/*.secret sealed\n")
+        write(
+            root,
+            ".gitattributes",
+            "[attr]sealed filter=rot -text\n*.png binary\nkeys/*.secret sealed\n",
+        )
     commit_all(root)
     stored_a = git(root, "cat-file", "blob", "HEAD:keys/a.secret")
     assert stored_a == "bmqib csbwp\n", "git stored the filtered bytes, of the same size"
@@ -175,14 +227,22 @@ def test_macros_binary_and_user_defined(
     tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     png = b"\x89PNG\r\n\x1a\n\0\0" + bytes(range(256))  # CRLF and NUL: binary to git
-    root = rot_repo(tmp_path / "repo", {**PLAIN, "img/a.png": png, "img/b.dat": "payload\n",
-                                        "img/c.dat": "open\n"})
-    write(root, ".gitattributes", "* text=auto\n*.png binary\n"
-                                  "[attr]sealed binary filter=rot\n*.dat sealed\n"
-                                  "img/c.dat -sealed\n")
+    root = rot_repo(
+        tmp_path / "repo",
+        {**PLAIN, "img/a.png": png, "img/b.dat": "payload\n", "img/c.dat": "open\n"},
+    )
+    write(
+        root,
+        ".gitattributes",
+        "* text=auto\n*.png binary\n"
+        "[attr]sealed binary filter=rot\n*.dat sealed\n"
+        "img/c.dat -sealed\n",
+    )
     commit_all(root)
     assert git(root, "check-attr", "text", "filter", "--", "img/b.dat").split("\n")[:2] == [
-        "img/b.dat: text: unset", "img/b.dat: filter: rot"], "a macro inside a macro"
+        "img/b.dat: text: unset",
+        "img/b.dat: filter: rot",
+    ], "a macro inside a macro"
 
     engine = open_engine(root, data_dir)
     tree = engine.capture().tree
@@ -238,8 +298,11 @@ def fresh_clone(tmp_path: Path, files: dict[str, str | bytes]) -> Path:
     origin = make_repo(tmp_path / "origin", files)
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", "--no-local", str(origin), str(clone))
-    oldest = min(os.lstat(p).st_mtime_ns for p in clone.rglob("*")
-                 if ".git" not in p.relative_to(clone).parts)
+    oldest = min(
+        os.lstat(p).st_mtime_ns
+        for p in clone.rglob("*")
+        if ".git" not in p.relative_to(clone).parts
+    )
     os.utime(index_file(clone), ns=(oldest, oldest))  # as if written in the files' second
     return clone
 

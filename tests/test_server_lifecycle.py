@@ -54,8 +54,13 @@ def checkpoints(root: Path, data_dir: Path, session: str) -> list[list[str]]:
 
 
 def test_server_hook_with_stdin_closed_exits_0(tmp_path: Path, data_dir: Path) -> None:
-    done = subprocess.run(["sh", "-c", 'exec "$@" <&-', "sh", *argv(data_dir, "hook")],
-                          capture_output=True, timeout=120, check=False, cwd=tmp_path)
+    done = subprocess.run(
+        ["sh", "-c", 'exec "$@" <&-', "sh", *argv(data_dir, "hook")],
+        capture_output=True,
+        timeout=120,
+        check=False,
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, f"exit {done.returncode}: {done.stderr!r}"
     assert b"Traceback" not in done.stderr, done.stderr
     assert done.stdout in (b"", b"{}"), done.stdout
@@ -85,8 +90,12 @@ def test_server_a_stuck_worktree_does_not_hold_up_another(
     lock = engine.store.locked()
     lock.acquire()  # the stuck worktree's event waits for this lock inside the server
     try:
-        blocked = subprocess.Popen(argv(data_dir, "hook"), stdin=subprocess.PIPE,
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        blocked = subprocess.Popen(
+            argv(data_dir, "hook"),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         assert blocked.stdin is not None
         blocked.stdin.write(json.dumps(event("turn_start", stuck)).encode())
         blocked.stdin.close()

@@ -25,8 +25,18 @@ from snapshotter.store.logfile import log_path
 
 SESSIONS = replay.session_names()
 
-COMPARED = {"id", "session_id", "kind", "label", "parent", "files", "skipped", "undone",
-            "before", "after"}
+COMPARED = {
+    "id",
+    "session_id",
+    "kind",
+    "label",
+    "parent",
+    "files",
+    "skipped",
+    "undone",
+    "before",
+    "after",
+}
 BUILTIN = [{"type": "builtin", "command": "snapshot"}]
 CONFIG: dict[str, Any] = {
     event: ([{"matcher": "*", "hooks": BUILTIN}] if event in TOOL_EVENTS else BUILTIN)
@@ -78,8 +88,10 @@ def replay_subprocess(name: str, base: Path) -> dict[str, Any]:
         out = done.stdout.decode(errors="replace").strip()
         err = done.stderr.decode(errors="replace")
         if done.returncode != 0 or out not in ("", "{}") or err:
-            problems.append(f"{event.get('hook_event_name')}: exit {done.returncode}, "
-                            f"stdout {out!r}, stderr {err!r}")
+            problems.append(
+                f"{event.get('hook_event_name')}: exit {done.returncode}, "
+                f"stdout {out!r}, stderr {err!r}"
+            )
 
     replay.replay(session, root, send)
     log = log_path(data_dir)
@@ -95,13 +107,15 @@ def test_fixtures_cover_the_shapes_the_issue_names() -> None:
     """Guard the recordings themselves: the shapes below must stay covered."""
     shapes = {replay.load_session(n)["shape"] for n in SESSIONS}
     assert {"docker-agent", "claude-code"} <= shapes, f"missing a runtime shape: {shapes}"
-    events = [s["event"] for n in SESSIONS for s in replay.load_session(n)["steps"]
-              if "event" in s]
+    events = [s["event"] for n in SESSIONS for s in replay.load_session(n)["steps"] if "event" in s]
     reasons = {e.get("reason") for e in events if e["hook_event_name"] == "turn_end"}
     assert {"error", "canceled"} <= reasons, f"turn_end reasons covered: {reasons}"
     pres = {e.get("tool_use_id") for e in events if e["hook_event_name"] == "pre_tool_use"}
-    orphans = [e for e in events if e["hook_event_name"] == "post_tool_use"
-               and e.get("tool_use_id") not in pres]
+    orphans = [
+        e
+        for e in events
+        if e["hook_event_name"] == "post_tool_use" and e.get("tool_use_id") not in pres
+    ]
     assert orphans, "no post_tool_use without its pre_tool_use in the fixtures"
 
 
@@ -111,8 +125,12 @@ def test_in_process_replay_matches_expect(name: str, tmp_path: Path) -> None:
     _, cps = replay_in_process(name, tmp_path)
     expect = session["expect"]
     got = [
-        {"kind": cp.kind, "label": cp.label, "parent": cp.parent,
-         "files": {f.path: f.status for f in cp.files}}
+        {
+            "kind": cp.kind,
+            "label": cp.label,
+            "parent": cp.parent,
+            "files": {f.path: f.status for f in cp.files},
+        }
         for cp in cps
     ]
     assert got == expect, f"{name}: recorded checkpoints differ from the fixture's expect"
@@ -135,8 +153,15 @@ def test_subprocess_replay_equals_in_process(name: str, tmp_path: Path) -> None:
         f"{name}: one process per event recorded different checkpoints than the in-memory builtin"
     )
     expect = replay.load_session(name)["expect"]
-    got = [{"kind": cp.kind, "label": cp.label, "parent": cp.parent,
-            "files": {f.path: f.status for f in cp.files}} for cp in from_hooks]
+    got = [
+        {
+            "kind": cp.kind,
+            "label": cp.label,
+            "parent": cp.parent,
+            "files": {f.path: f.status for f in cp.files},
+        }
+        for cp in from_hooks
+    ]
     assert got == expect, f"{name}: subprocess replay differs from the fixture's expect"
 
 
@@ -172,9 +197,9 @@ def worktree_files(root: Path) -> dict[str, bytes]:
     return found
 
 
-def send_all(tmp_path: Path, root: Path, steps: list[dict[str, Any] | tuple[str, str]]) -> list[
-    Checkpoint
-]:
+def send_all(
+    tmp_path: Path, root: Path, steps: list[dict[str, Any] | tuple[str, str]]
+) -> list[Checkpoint]:
     """In-process: events (dicts) and ("write", path) edits, in order."""
     registry = Registry()
     controller = register_snapshot(registry, data_dir_path=tmp_path / "data")
@@ -192,14 +217,18 @@ def send_all(tmp_path: Path, root: Path, steps: list[dict[str, Any] | tuple[str,
 def test_claude_code_posts_without_ids_pair_first_in_first_out(tmp_path: Path) -> None:
     root = replay.build_repo(tmp_path / "repo", replay.load_recipe("small_app"))
     ev = {"session_id": "cc", "tool_name": "Edit"}
-    cps = send_all(tmp_path, root, [
-        {**ev, "hook_event_name": "PreToolUse"},
-        ("write", "README.md"),
-        {**ev, "hook_event_name": "PreToolUse"},
-        {**ev, "hook_event_name": "PostToolUse"},  # the first Edit finished
-        ("write", "src/config.py"),
-        {**ev, "hook_event_name": "PostToolUse"},
-    ])
+    cps = send_all(
+        tmp_path,
+        root,
+        [
+            {**ev, "hook_event_name": "PreToolUse"},
+            ("write", "README.md"),
+            {**ev, "hook_event_name": "PreToolUse"},
+            {**ev, "hook_event_name": "PostToolUse"},  # the first Edit finished
+            ("write", "src/config.py"),
+            {**ev, "hook_event_name": "PostToolUse"},
+        ],
+    )
     assert [[f.path for f in cp.files] for cp in cps] == [["README.md"], ["src/config.py"]], (
         f"posts must pair with the oldest unpaired pre of the same tool: {cps}"
     )
@@ -207,13 +236,21 @@ def test_claude_code_posts_without_ids_pair_first_in_first_out(tmp_path: Path) -
 
 def test_session_end_closes_a_turn_the_runtime_never_ended(tmp_path: Path) -> None:
     root = replay.build_repo(tmp_path / "repo", replay.load_recipe("small_app"))
-    cps = send_all(tmp_path, root, [
-        {"session_id": "s", "hook_event_name": "turn_start"},
-        {"session_id": "s", "hook_event_name": "pre_tool_use", "tool_name": "shell",
-         "tool_use_id": "never-posted"},
-        ("write", "README.md"),
-        {"session_id": "s", "hook_event_name": "session_end", "reason": "exit"},
-    ])
+    cps = send_all(
+        tmp_path,
+        root,
+        [
+            {"session_id": "s", "hook_event_name": "turn_start"},
+            {
+                "session_id": "s",
+                "hook_event_name": "pre_tool_use",
+                "tool_name": "shell",
+                "tool_use_id": "never-posted",
+            },
+            ("write", "README.md"),
+            {"session_id": "s", "hook_event_name": "session_end", "reason": "exit"},
+        ],
+    )
     assert [(cp.kind, cp.label, [f.path for f in cp.files]) for cp in cps] == [
         ("turn", "session_end", ["README.md"])
     ], f"an open turn's change must be recorded at session_end: {cps}"

@@ -26,14 +26,19 @@ MANY = 80
 def snapshotter(data_dir: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
         [sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), *args],
-        capture_output=True, check=False, timeout=120,
+        capture_output=True,
+        check=False,
+        timeout=120,
     )
 
 
 def hook(data_dir: Path, **event: str) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
         [sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), "hook"],
-        input=json.dumps(event).encode(), capture_output=True, check=False, timeout=120,
+        input=json.dumps(event).encode(),
+        capture_output=True,
+        check=False,
+        timeout=120,
     )
 
 
@@ -101,7 +106,9 @@ def test_hooks_record_and_undo_in_a_sha256_repository(tmp_path: Path, data_dir: 
     cps = json.loads(listed.stdout)
     assert len(cps) == 1, f"one turn checkpoint expected, got {cps}"
     assert {f["path"]: f["status"] for f in cps[0]["files"]} == {
-        "src/f001.txt": "modified", "build/keep.txt": "modified", "notes.md": "added",
+        "src/f001.txt": "modified",
+        "build/keep.txt": "modified",
+        "notes.md": "added",
     }
     undo = snapshotter(data_dir, "undo", "-C", str(root))
     assert undo.returncode == 0, undo.stderr.decode(errors="replace")

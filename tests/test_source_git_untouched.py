@@ -133,6 +133,8 @@ def test_seeded_source_packs_keep_their_mtimes_through_capture_undo_redo_and_gc(
     changed = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
     assert not changed, (
         "nothing under the source .git may change name, bytes, mode or mtime; changed: "
-        + ", ".join(f"{p}: {before.get(p, 'absent')!s:.80} -> {after.get(p, 'absent')!s:.80}"
-                    for p in changed[:5])
+        + ", ".join(
+            f"{p}: {before.get(p, 'absent')!s:.80} -> {after.get(p, 'absent')!s:.80}"
+            for p in changed[:5]
+        )
     )

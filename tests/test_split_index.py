@@ -21,7 +21,10 @@ from snapshotter.git import index as gitindex
 def hook(data_dir: Path, **event: str) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), "hook"],
-        input=json.dumps(event).encode(), capture_output=True, check=False, timeout=120,
+        input=json.dumps(event).encode(),
+        capture_output=True,
+        check=False,
+        timeout=120,
     )
     assert done.returncode == 0 and not done.stderr, done.stderr.decode(errors="replace")
 
@@ -29,7 +32,9 @@ def hook(data_dir: Path, **event: str) -> None:
 def snapshotter(data_dir: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
         [sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), *args],
-        capture_output=True, check=False, timeout=120,
+        capture_output=True,
+        check=False,
+        timeout=120,
     )
 
 

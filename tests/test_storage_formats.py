@@ -40,8 +40,11 @@ def test_written_pack_is_valid_for_git_and_libgit2(tmp_path: Path) -> None:
         assert str(pygit2.Oid(raw=oid)) == str(pygit2.hash(data)), "ids match git's"
     fsck = git(tmp_path, "--git-dir", str(tmp_path / "shadow.git"), "fsck", "--full")
     assert "error" not in fsck.lower(), f"git fsck accepts the pack: {fsck[:200]}"
-    leftovers = [p.name for p in (tmp_path / "shadow.git/objects/pack").iterdir()
-                 if not p.name.startswith("pack-")]
+    leftovers = [
+        p.name
+        for p in (tmp_path / "shadow.git/objects/pack").iterdir()
+        if not p.name.startswith("pack-")
+    ]
     assert leftovers == [], f"no temp files stay behind: {leftovers}"
 
 
@@ -55,8 +58,12 @@ def test_trees_built_in_memory_equal_libgit2s(tmp_path: Path) -> None:
     repo = pygit2.init_repository(str(tmp_path / "s.git"), bare=True)
     blob = repo.create_blob(b"content\n").raw
     entries = {
-        "a!": (0o100644, blob), "a-b": (0o100644, blob), "a.b": (0o100755, blob),
-        "a/b": (0o100644, blob), "a/c/d/e": (0o120000, blob), "z/é.txt": (0o100644, blob),
+        "a!": (0o100644, blob),
+        "a-b": (0o100644, blob),
+        "a.b": (0o100755, blob),
+        "a/b": (0o100644, blob),
+        "a/c/d/e": (0o120000, blob),
+        "z/é.txt": (0o100644, blob),
         "b/a/b/a/b": (0o100644, blob),
     }
     root, trees, _ids = treebuild.build(entries)
@@ -101,8 +108,13 @@ def test_bulk_first_capture_equals_git_tree_and_packs(tmp_path: Path, data_dir: 
     assert tree == git(root, "rev-parse", "HEAD^{tree}").strip(), "first capture = git's tree"
     objects = engine.store.root / "git" / "objects"
     # Hard links to the source's own loose objects (seeding) cost no disk.
-    loose = [p for d in objects.iterdir() if len(d.name) == 2 for p in d.iterdir()
-             if p.stat().st_nlink == 1]
+    loose = [
+        p
+        for d in objects.iterdir()
+        if len(d.name) == 2
+        for p in d.iterdir()
+        if p.stat().st_nlink == 1
+    ]
     assert loose == [], f"a bulk capture writes packs, not loose objects: {loose[:3]}"
     write(root, "pkg0/m0.py", "changed\n")
     assert engine.capture().tree != tree, "a later edit is seen through the cached index"
@@ -184,8 +196,10 @@ def test_tree_edits_equal_a_rebuild_through_random_changes(tmp_path: Path, data_
         changes: dict[str, tuple[int, bytes] | None] = {}
         for _ in range(rng.randint(1, 4)):
             path = "/".join(rng.choice(names) for _ in range(rng.randint(1, 3)))
-            if any(p != path and (p.startswith(path + "/") or path.startswith(p + "/"))
-                   for p in [*entries, *changes]):
+            if any(
+                p != path and (p.startswith(path + "/") or path.startswith(p + "/"))
+                for p in [*entries, *changes]
+            ):
                 continue  # a path cannot be both a file and a directory
             if path in entries and rng.random() < 0.5:
                 changes[path] = None

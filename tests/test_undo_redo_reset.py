@@ -40,8 +40,9 @@ class Agent:
         self.session_id = session_id
 
     def send(self, event: str, **fields: Any) -> None:
-        hook_input = HookInput(session_id=self.session_id, cwd=str(self.root),
-                               hook_event_name=event, **fields)
+        hook_input = HookInput(
+            session_id=self.session_id, cwd=str(self.root), hook_event_name=event, **fields
+        )
         result = self.executor.dispatch(event, hook_input)
         assert result.allowed and result.exit_code == 0, f"{event} failed: {result.stderr}"
 
@@ -248,8 +249,9 @@ def test_reset_to_a_tool_inside_a_turn_keeps_that_tool(rig: Rig) -> None:
     root = rig.root
     agent = rig.agent("s1")
     agent.turn(edit(root, "a.txt", "a\n"), edit(root, "b.txt", "b\n"))
-    tool_a = next(cp for cp in rig.cps("s1") if cp.kind == "tool" and
-                  any(f.path == "a.txt" for f in cp.files))
+    tool_a = next(
+        cp for cp in rig.cps("s1") if cp.kind == "tool" and any(f.path == "a.txt" for f in cp.files)
+    )
     rig.ctl.reset(root, tool_a.id, "s1")
     assert (root / "a.txt").read_text() == "a\n", "the kept tool's change stays"
     assert not (root / "b.txt").exists(), "the later tool in the same turn is reverted"
@@ -392,8 +394,18 @@ def test_dry_run_changes_nothing(rig: Rig) -> None:
     assert rig.files() == files, "the real redo still works after a dry run"
 
 
-@pytest.mark.parametrize("session_id", ["../../etc", "../../../../tmp/evil", "/etc/passwd",
-                                        "a/../../b", "..", "x\\..\\..\\y", "nul\x00byte"])
+@pytest.mark.parametrize(
+    "session_id",
+    [
+        "../../etc",
+        "../../../../tmp/evil",
+        "/etc/passwd",
+        "a/../../b",
+        "..",
+        "x\\..\\..\\y",
+        "nul\x00byte",
+    ],
+)
 def test_hostile_session_ids_stay_inside_the_data_dir(
     rig: Rig, session_id: str, hermetic: Path, tmp_path: Path
 ) -> None:

@@ -99,12 +99,22 @@ def plain_capture(engine: Engine) -> str:
 
 @pytest.mark.parametrize(
     ("change", "full"),
-    [("edit", False), ("create", False), ("delete", False), ("chmod", False),
-     ("rename", False), ("mkdir", False), ("rmtree", False), ("dir-rename", True),
-     ("gitignore", True), ("dir-to-file", False)],
+    [
+        ("edit", False),
+        ("create", False),
+        ("delete", False),
+        ("chmod", False),
+        ("rename", False),
+        ("mkdir", False),
+        ("rmtree", False),
+        ("dir-rename", True),
+        ("gitignore", True),
+        ("dir-to-file", False),
+    ],
 )
-def test_every_kind_of_change_is_seen(engine: Engine, walks: Walks, change: str,
-                                      full: bool) -> None:
+def test_every_kind_of_change_is_seen(
+    engine: Engine, walks: Walks, change: str, full: bool
+) -> None:
     root = engine.root
     write(root, "src/sub/deep.txt", "deep\n")
     before = engine.capture().tree
@@ -173,8 +183,9 @@ def test_nested_repositories_always_walk(engine: Engine, walks: Walks) -> None:
     assert walks.count == 2
 
 
-def test_a_failed_watch_stops_trusting(engine: Engine, walks: Walks,
-                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_watch_stops_trusting(
+    engine: Engine, walks: Walks, monkeypatch: pytest.MonkeyPatch
+) -> None:
     watcher = watch.for_worktree(engine.root)
     assert watcher is not None
     monkeypatch.setattr(watcher, "_add_watch", lambda *_args: -1)  # as ENOSPC would
@@ -204,19 +215,40 @@ def test_mountinfo_names_this_filesystem(tmp_path: Path) -> None:
 def _random_step(rng: random.Random, root: Path, step: int) -> str:
     """One random change of the kinds an agent or a user makes; returns what it did."""
     files = sorted(
-        p.relative_to(root).as_posix() for p in root.rglob("*")
+        p.relative_to(root).as_posix()
+        for p in root.rglob("*")
         if ".git" not in p.relative_to(root).parts and (p.is_file() or p.is_symlink())
     )
     dirs = sorted(
-        p.relative_to(root).as_posix() for p in root.rglob("*")
+        p.relative_to(root).as_posix()
+        for p in root.rglob("*")
         if ".git" not in p.relative_to(root).parts and p.is_dir() and not p.is_symlink()
     )
     where = rng.choice(["", *dirs])
     leaf = f"f{step}_{rng.randrange(10**6)}"
     name = f"{where}/{leaf}" if where else leaf
-    kind = rng.choice(["new", "new", "edit", "edit", "samesize", "delete", "move", "mkdir",
-                       "rmtree", "mvdir", "chmod", "symlink", "log", "gitignore", "swap",
-                       "hardlink", "index", "exclude"])
+    kind = rng.choice(
+        [
+            "new",
+            "new",
+            "edit",
+            "edit",
+            "samesize",
+            "delete",
+            "move",
+            "mkdir",
+            "rmtree",
+            "mvdir",
+            "chmod",
+            "symlink",
+            "log",
+            "gitignore",
+            "swap",
+            "hardlink",
+            "index",
+            "exclude",
+        ]
+    )
     regular = [f for f in files if not (root / f).is_symlink()]
     if kind == "new":
         write(root, name + rng.choice([".txt", ".log", ".py"]), f"new {step}\n")

@@ -98,7 +98,7 @@ def merge_claude(settings: dict[str, Any], command: str = HOOK_COMMAND) -> dict[
     """``settings`` with our hook on every snapshot event it is not already on."""
     hooks = settings.get("hooks", {})
     if not isinstance(hooks, dict):
-        raise SnapshotterError("the settings' \"hooks\" is not an object; fix it by hand first")
+        raise SnapshotterError('the settings\' "hooks" is not an object; fix it by hand first')
     merged = {**hooks}
     for event, matcher in CLAUDE_EVENTS.items():
         groups = merged.get(event, [])
@@ -106,8 +106,13 @@ def merge_claude(settings: dict[str, Any], command: str = HOOK_COMMAND) -> dict[
             raise SnapshotterError(
                 f"the settings' hooks.{event} is not a list; fix it by hand first"
             )
-        if any(is_ours(h.get("command")) for g in groups if isinstance(g, dict)
-               for h in g.get("hooks", []) if isinstance(h, dict)):
+        if any(
+            is_ours(h.get("command"))
+            for g in groups
+            if isinstance(g, dict)
+            for h in g.get("hooks", [])
+            if isinstance(h, dict)
+        ):
             continue
         group: dict[str, Any] = {} if matcher is None else {"matcher": matcher}
         group["hooks"] = [{"type": "command", "command": command, "timeout": _timeout(event)}]
@@ -120,8 +125,9 @@ def setup_claude(path: Path, *, dry_run: bool = False, command: str = HOOK_COMMA
     try:
         settings = json.loads(old_text) if old_text.strip() else {}
     except ValueError as exc:
-        raise SnapshotterError(f"{path} is not JSON ({exc}); fix or move it, then run init again") \
-            from exc
+        raise SnapshotterError(
+            f"{path} is not JSON ({exc}); fix or move it, then run init again"
+        ) from exc
     if not isinstance(settings, dict):
         raise SnapshotterError(f"{path} does not hold a JSON object; fix or move it first")
     merged = merge_claude(settings, command)
@@ -148,8 +154,9 @@ def docker_agent_block(indent: str = "", command: str = HOOK_COMMAND) -> str:
     return "".join(f"{indent}{line}\n" for line in lines)
 
 
-def setup_docker_agent(path: Path, agent: str | None, *, dry_run: bool = False,
-                       command: str = HOOK_COMMAND) -> Setup:
+def setup_docker_agent(
+    path: Path, agent: str | None, *, dry_run: bool = False, command: str = HOOK_COMMAND
+) -> Setup:
     """Add the hooks to one agent of an agent YAML file (``agents: NAME: hooks:``)."""
     old_text = _read_text(path)
     if not old_text:
@@ -160,8 +167,10 @@ def setup_docker_agent(path: Path, agent: str | None, *, dry_run: bool = False,
     if any(is_ours(line.partition("command:")[2].strip().strip("'\"")) for line in body):
         return Setup(path, old_text, changed=False)
     if any(line.startswith(f"{indent}hooks:") for line in body):
-        raise SnapshotterError(f"agent {name!r} in {path} already has hooks of its own; add these "
-                       f"entries to them by hand (`snapshotter init docker-agent` prints them)")
+        raise SnapshotterError(
+            f"agent {name!r} in {path} already has hooks of its own; add these "
+            f"entries to them by hand (`snapshotter init docker-agent` prints them)"
+        )
     while end > start and not lines[end - 1].strip():
         end -= 1  # keep blank lines after the agent where they were
     if lines[end - 1] and not lines[end - 1].endswith("\n"):
@@ -205,8 +214,11 @@ def _agent_block(lines: list[str], agent: str | None, path: Path) -> tuple[int, 
 def _block_end(lines: list[str], line: int, indent: int) -> int:
     for i in range(line + 1, len(lines)):
         text = lines[i]
-        if text.strip() and not text.lstrip().startswith("#") \
-                and len(text) - len(text.lstrip(" ")) <= indent:
+        if (
+            text.strip()
+            and not text.lstrip().startswith("#")
+            and len(text) - len(text.lstrip(" ")) <= indent
+        ):
             return i
     return len(lines)
 

@@ -26,13 +26,13 @@ class Ctx:
 
         found = data_dir(self.data_dir_opt)
         if found.exists() and not found.is_dir():
-            raise BadInput(f"the data directory {found} is a file; name a directory "
-                           "(--data-dir or $SNAPSHOTTER_DATA_DIR)")
+            raise BadInput(
+                f"the data directory {found} is a file; name a directory "
+                "(--data-dir or $SNAPSHOTTER_DATA_DIR)"
+            )
         return found
 
-    def engine(
-        self, directory: str, *, create: bool = True, max_size: str | None = None
-    ) -> Engine:
+    def engine(self, directory: str, *, create: bool = True, max_size: str | None = None) -> Engine:
         """The worktree's engine; without ``create``, NothingToDo when it has no store."""
         from snapshotter.config import DEFAULT_MAX_NEW_FILE_SIZE, parse_size
         from snapshotter.engine import Engine, open_existing
@@ -51,29 +51,47 @@ class Ctx:
 
 
 pass_ctx = click.make_pass_decorator(Ctx)
-dir_option = click.option("-C", "directory", default=".", metavar="DIR",
-                          help="Run as if started in DIR (default: current directory).")
-session_option = click.option("--session", "session_id", metavar="ID",
-                              help="Session to act on (default: the newest one here).")
+dir_option = click.option(
+    "-C",
+    "directory",
+    default=".",
+    metavar="DIR",
+    help="Run as if started in DIR (default: current directory).",
+)
+session_option = click.option(
+    "--session",
+    "session_id",
+    metavar="ID",
+    help="Session to act on (default: the newest one here).",
+)
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-dry_run_option = click.option("--dry-run", is_flag=True,
-                              help="Show what would change; change nothing.")
-force_option = click.option("--force", is_flag=True,
-                            help="Overwrite files changed since the checkpoint (redo undoes this).")
-size_option = click.option("--max-new-file-size", "max_size", metavar="SIZE",
-                           help="Skip new untracked files larger than SIZE "
-                           f"(default {format_size(DEFAULT_MAX_NEW_FILE_SIZE)}).")
+dry_run_option = click.option(
+    "--dry-run", is_flag=True, help="Show what would change; change nothing."
+)
+force_option = click.option(
+    "--force", is_flag=True, help="Overwrite files changed since the checkpoint (redo undoes this)."
+)
+size_option = click.option(
+    "--max-new-file-size",
+    "max_size",
+    metavar="SIZE",
+    help="Skip new untracked files larger than SIZE "
+    f"(default {format_size(DEFAULT_MAX_NEW_FILE_SIZE)}).",
+)
 
 
 def restore_options(fn: Callable[..., None]) -> Callable[..., None]:
     """The options undo, redo and reset share (SPEC §7)."""
-    for option in (pass_ctx, json_option, force_option, dry_run_option, session_option,
-                   dir_option):
+    for option in (pass_ctx, json_option, force_option, dry_run_option, session_option, dir_option):
         fn = option(fn)
     return fn
 
 
 max_files_option = click.option(
-    "--max-files", type=int, default=None, metavar="N",
+    "--max-files",
+    type=int,
+    default=None,
+    metavar="N",
     help="Refuse worktrees with more files than N. Without it there is no cap, but a home "
-         "directory, or far more untracked files than tracked ones, is refused.")
+    "directory, or far more untracked files than tracked ones, is refused.",
+)

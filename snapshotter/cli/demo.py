@@ -30,12 +30,20 @@ def run_demo(keep: bool = False) -> None:
         click.secho(f"# replaying '{session['name']}' through `snapshotter hook`", bold=True)
         count = replay(session, repo, lambda event: _hook(data, event))
         click.echo(f"{count} hook events sent")
-        for args in (["list"], ["diff", "--stat"], ["diff"], ["undo"], ["list"], ["redo"],
-                     ["show", "3"]):
+        for args in (
+            ["list"],
+            ["diff", "--stat"],
+            ["diff"],
+            ["undo"],
+            ["list"],
+            ["redo"],
+            ["show", "3"],
+        ):
             _run(data, repo, args)
         gone = not (repo / "src" / "config.py").exists()
-        click.secho(f"# after redo, src/config.py is deleted again as the agent left it: {gone}",
-                    bold=True)
+        click.secho(
+            f"# after redo, src/config.py is deleted again as the agent left it: {gone}", bold=True
+        )
     finally:
         _stop_hook_server(data)
         if keep:
@@ -61,16 +69,18 @@ def _cmd(data: Path) -> list[str]:
 
 
 def _hook(data: Path, event: dict[str, object]) -> None:
-    done = subprocess.run([*_cmd(data), "hook"], input=json.dumps(event).encode(),
-                          capture_output=True, check=False)
+    done = subprocess.run(
+        [*_cmd(data), "hook"], input=json.dumps(event).encode(), capture_output=True, check=False
+    )
     if done.returncode != 0 or done.stderr:
         click.echo(done.stderr.decode(errors="replace"), err=True)
 
 
 def _run(data: Path, repo: Path, args: list[str]) -> None:
     click.secho(f"\n$ snapshotter {' '.join(args)}", bold=True)
-    done = subprocess.run([*_cmd(data), *args, "-C", str(repo)], capture_output=True,
-                          text=True, check=False)
+    done = subprocess.run(
+        [*_cmd(data), *args, "-C", str(repo)], capture_output=True, text=True, check=False
+    )
     click.echo(done.stdout, nl=False)
     if done.stderr:
         click.echo(done.stderr, nl=False, err=True)

@@ -17,11 +17,18 @@ from snapshotter.cli.context import Ctx
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--data-dir", metavar="DIR", help="Where stores live (default: "
-              "$SNAPSHOTTER_DATA_DIR, else the user data directory).")
-@click.option("-C", "start_dir", metavar="DIR",
-              type=click.Path(exists=True, file_okay=False),
-              help="Run as if started in DIR (like git -C; before the command).")
+@click.option(
+    "--data-dir",
+    metavar="DIR",
+    help="Where stores live (default: $SNAPSHOTTER_DATA_DIR, else the user data directory).",
+)
+@click.option(
+    "-C",
+    "start_dir",
+    metavar="DIR",
+    type=click.Path(exists=True, file_okay=False),
+    help="Run as if started in DIR (like git -C; before the command).",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Show tracebacks for errors.")
 @click.version_option(package_name="snapshotter")
 @click.pass_context
@@ -38,9 +45,21 @@ def cli(ctx: click.Context, data_dir: str | None, start_dir: str | None, verbose
     ctx.obj = Ctx(data_dir, verbose)
 
 
-for command in (recording.hook, recording.capture, review.list_, review.show, review.diff,
-                restoring.undo, restoring.redo, restoring.reset, recording.checkpoint_cmd,
-                restoring.restore_cmd, maintenance.gc, setup.init, setup.demo):
+for command in (
+    recording.hook,
+    recording.capture,
+    review.list_,
+    review.show,
+    review.diff,
+    restoring.undo,
+    restoring.redo,
+    restoring.reset,
+    recording.checkpoint_cmd,
+    restoring.restore_cmd,
+    maintenance.gc,
+    setup.init,
+    setup.demo,
+):
     cli.add_command(command)
 
 
@@ -77,8 +96,12 @@ def main(argv: list[str] | None = None) -> None:
         if isinstance(exc, SnapshotterError):
             _fail(str(exc), exc.exit_code, as_json)
         where = _log_internal_error(args[:command_at])
-        _fail(f"internal error: {type(exc).__name__}: {exc} (details in {where}; "
-              "rerun with --verbose to see them here)", 1, as_json)
+        _fail(
+            f"internal error: {type(exc).__name__}: {exc} (details in {where}; "
+            "rerun with --verbose to see them here)",
+            1,
+            as_json,
+        )
     sys.exit(0)
 
 
@@ -98,8 +121,7 @@ def _log_internal_error(global_args: list[str]) -> str:
 
     from snapshotter.config import data_dir, stores_dir
 
-    explicit = next((a.split("=", 1)[1] for a in global_args if a.startswith("--data-dir=")),
-                    None)
+    explicit = next((a.split("=", 1)[1] for a in global_args if a.startswith("--data-dir=")), None)
     if "--data-dir" in global_args[:-1]:
         explicit = global_args[global_args.index("--data-dir") + 1]
     try:

@@ -27,21 +27,52 @@ if TYPE_CHECKING:
 @click.command()
 @dir_option
 @click.option("--all", "all_stores", is_flag=True, help="Every store in the data directory.")
-@click.option("--max-age-days", type=float, default=DEFAULT_MAX_AGE_DAYS, show_default=True,
-              help="Drop sessions idle for longer than this.")
-@click.option("--max-checkpoints", type=int, default=DEFAULT_MAX_CHECKPOINTS, show_default=True,
-              help="Keep at most this many checkpoints per session (oldest go first).")
-@click.option("--max-size", default=format_size(DEFAULT_MAX_STORE_BYTES), show_default=True,
-              metavar="SIZE",
-              help="Size budget per store; oldest sessions are dropped to meet it.")
+@click.option(
+    "--max-age-days",
+    type=float,
+    default=DEFAULT_MAX_AGE_DAYS,
+    show_default=True,
+    help="Drop sessions idle for longer than this.",
+)
+@click.option(
+    "--max-checkpoints",
+    type=int,
+    default=DEFAULT_MAX_CHECKPOINTS,
+    show_default=True,
+    help="Keep at most this many checkpoints per session (oldest go first).",
+)
+@click.option(
+    "--max-size",
+    default=format_size(DEFAULT_MAX_STORE_BYTES),
+    show_default=True,
+    metavar="SIZE",
+    help="Size budget per store; oldest sessions are dropped to meet it.",
+)
 @dry_run_option
-@click.option("--budget-s", type=float, default=None, metavar="SECONDS",
-              help="A bounded gc, as session_end runs it: a full repack only when needed.")
-@click.option("--detached", is_flag=True,
-              help="As session_end starts it: no output, failures go to the data dir's log.")
+@click.option(
+    "--budget-s",
+    type=float,
+    default=None,
+    metavar="SECONDS",
+    help="A bounded gc, as session_end runs it: a full repack only when needed.",
+)
+@click.option(
+    "--detached",
+    is_flag=True,
+    help="As session_end starts it: no output, failures go to the data dir's log.",
+)
 @pass_ctx
-def gc(c: Ctx, directory: str, all_stores: bool, max_age_days: float, max_checkpoints: int,
-       max_size: str, dry_run: bool, budget_s: float | None, detached: bool) -> None:
+def gc(
+    c: Ctx,
+    directory: str,
+    all_stores: bool,
+    max_age_days: float,
+    max_checkpoints: int,
+    max_size: str,
+    dry_run: bool,
+    budget_s: float | None,
+    detached: bool,
+) -> None:
     """Compact the store: apply retention, pack what live checkpoints need, drop the rest.
 
     With --all, stores whose worktree is gone are deleted once idle for --max-age-days.

@@ -71,17 +71,23 @@ def _line(cp: Checkpoint, indent: str, now: datetime) -> str:
     label = display(cp.label)
     label = label if len(label) <= 36 else label[:35] + ELLIPSIS
     return (
-        f"{cp.id:>5}  {_when(cp, now):<22}  {kind:<6}  {label:<36}  "
-        f"{counts(cp)}{skipped}{undone}"
+        f"{cp.id:>5}  {_when(cp, now):<22}  {kind:<6}  {label:<36}  {counts(cp)}{skipped}{undone}"
     )
 
 
-def checkpoints(cps: Sequence[Checkpoint], show_session: bool = False,
-                session: str | None = None, others: int = 0) -> None:
+def checkpoints(
+    cps: Sequence[Checkpoint],
+    show_session: bool = False,
+    session: str | None = None,
+    others: int = 0,
+) -> None:
     """The ``list`` table; ``session`` is the one shown, ``others`` how many more exist."""
     if session is not None:
-        more = (f"; {others} other session{'s' if others > 1 else ''} here "
-                "(`snapshotter list --all`)") if others else ""
+        more = (
+            (f"; {others} other session{'s' if others > 1 else ''} here (`snapshotter list --all`)")
+            if others
+            else ""
+        )
         click.echo(f"session {display(session)}{more}")
     if not cps:
         click.echo("no checkpoints")
@@ -101,8 +107,10 @@ def checkpoints(cps: Sequence[Checkpoint], show_session: bool = False,
             click.echo(_line(child, NESTED, now))
     warned = [cp for cp in cps if cp.skipped]
     if warned:
-        click.echo("! skipped files are not in the snapshot; undo cannot restore them "
-                   "(see `snapshotter show ID`)")
+        click.echo(
+            "! skipped files are not in the snapshot; undo cannot restore them "
+            "(see `snapshotter show ID`)"
+        )
 
 
 def checkpoint_detail(cp: Checkpoint) -> None:
@@ -144,14 +152,18 @@ def gc_report(worktree: object, rep: GcReport) -> None:
     dropped = rep.dropped
     dry = rep.reason.startswith("dry run")
     verb = "would drop" if dry else "dropped"
-    freed = f"would free about {human_size(rep.freed)}" if dry else \
-        f"freed {human_size(rep.freed)}"
-    size = human_size(rep.bytes_before) if dry else \
-        f"{human_size(rep.bytes_before)} {ARROW} {human_size(rep.bytes_after)}"
+    freed = f"would free about {human_size(rep.freed)}" if dry else f"freed {human_size(rep.freed)}"
+    size = (
+        human_size(rep.bytes_before)
+        if dry
+        else f"{human_size(rep.bytes_before)} {ARROW} {human_size(rep.bytes_after)}"
+    )
     note = f" ({rep.reason})" if rep.reason and not dry else ""
-    click.echo(f"{display(str(worktree))}: {verb} {len(dropped.sessions)} sessions and "
-               f"{len(dropped.checkpoints)} checkpoints; kept {rep.objects_kept} objects "
-               f"({rep.live_trees} trees); {size}, {freed}{note}")
+    click.echo(
+        f"{display(str(worktree))}: {verb} {len(dropped.sessions)} sessions and "
+        f"{len(dropped.checkpoints)} checkpoints; kept {rep.objects_kept} objects "
+        f"({rep.live_trees} trees); {size}, {freed}{note}"
+    )
 
 
 def human_size(n: int) -> str:

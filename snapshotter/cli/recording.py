@@ -21,8 +21,13 @@ if TYPE_CHECKING:
 
 
 @click.command()
-@click.option("--arg", "args", multiple=True, metavar="KEY=VALUE",
-              help="Builtin argument, e.g. max_new_file_size=4MiB.")
+@click.option(
+    "--arg",
+    "args",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Builtin argument, e.g. max_new_file_size=4MiB.",
+)
 @pass_ctx
 def hook(c: Ctx, args: tuple[str, ...]) -> None:
     """Handle one agent hook event (JSON on stdin). Always exits 0."""
@@ -53,8 +58,14 @@ def capture(c: Ctx, directory: str, max_size: str | None, max_files: int) -> Non
 @click.command(name="checkpoint")
 @dir_option
 @click.option("-m", "--message", default="", metavar="MSG", help="What this checkpoint is.")
-@click.option("--session", "session_id", default="cli", show_default=True, metavar="ID",
-              help="Session to record it in.")
+@click.option(
+    "--session",
+    "session_id",
+    default="cli",
+    show_default=True,
+    metavar="ID",
+    help="Session to record it in.",
+)
 @json_option
 @pass_ctx
 def checkpoint_cmd(c: Ctx, directory: str, message: str, session_id: str, as_json: bool) -> None:
@@ -71,8 +82,11 @@ def checkpoint_cmd(c: Ctx, directory: str, message: str, session_id: str, as_jso
     baseline = engine.store.last_tree() is None
     cp = Recorder(engine, session_id).checkpoint(message)
     if cp is None and baseline:
-        click.echo("no earlier snapshot here: this one is the baseline; run "
-                   "`snapshotter checkpoint` again after changes to record them", err=True)
+        click.echo(
+            "no earlier snapshot here: this one is the baseline; run "
+            "`snapshotter checkpoint` again after changes to record them",
+            err=True,
+        )
         return
     if cp is None:
         raise NothingToDo("nothing changed since the last snapshot")

@@ -19,8 +19,9 @@ if TYPE_CHECKING:
 
 @click.command()
 @restore_options
-def undo(c: Ctx, directory: str, session_id: str | None, dry_run: bool, force: bool,
-         as_json: bool) -> None:
+def undo(
+    c: Ctx, directory: str, session_id: str | None, dry_run: bool, force: bool, as_json: bool
+) -> None:
     """Revert the newest checkpoint (a turn with its tools). Undoable with redo."""
     from snapshotter.cli import output
     from snapshotter.history import undo as history
@@ -32,8 +33,9 @@ def undo(c: Ctx, directory: str, session_id: str | None, dry_run: bool, force: b
 
 @click.command()
 @restore_options
-def redo(c: Ctx, directory: str, session_id: str | None, dry_run: bool, force: bool,
-         as_json: bool) -> None:
+def redo(
+    c: Ctx, directory: str, session_id: str | None, dry_run: bool, force: bool, as_json: bool
+) -> None:
     """Re-apply what the last undo or reset reverted, exactly."""
     from snapshotter.cli import output
     from snapshotter.history import undo as history
@@ -47,8 +49,16 @@ def redo(c: Ctx, directory: str, session_id: str | None, dry_run: bool, force: b
 @click.argument("checkpoint_id", type=int, required=False, metavar="ID")
 @click.option("--original", is_flag=True, help="Revert all of the session's checkpoints.")
 @restore_options
-def reset(c: Ctx, checkpoint_id: int | None, original: bool, directory: str,
-          session_id: str | None, dry_run: bool, force: bool, as_json: bool) -> None:
+def reset(
+    c: Ctx,
+    checkpoint_id: int | None,
+    original: bool,
+    directory: str,
+    session_id: str | None,
+    dry_run: bool,
+    force: bool,
+    as_json: bool,
+) -> None:
     """Revert every checkpoint after ID, or all of them with --original."""
     from snapshotter.cli import output
     from snapshotter.history import undo as history
@@ -56,8 +66,9 @@ def reset(c: Ctx, checkpoint_id: int | None, original: bool, directory: str,
     if (checkpoint_id is None) == (not original):
         raise click.UsageError("give a checkpoint ID or --original (not both)")
     engine = c.engine(directory, create=False)
-    rep = history.reset(engine, c.session(engine, session_id), checkpoint_id, force=force,
-                        dry_run=dry_run)
+    rep = history.reset(
+        engine, c.session(engine, session_id), checkpoint_id, force=force, dry_run=dry_run
+    )
     output.report("reset", rep, as_json)
 
 
@@ -66,8 +77,17 @@ def reset(c: Ctx, checkpoint_id: int | None, original: bool, directory: str,
 @click.argument("paths", nargs=-1, required=True, metavar="[--] PATH...")
 @click.option("--after", is_flag=True, help="As they were after the checkpoint, not before.")
 @restore_options
-def restore_cmd(c: Ctx, checkpoint_id: int, paths: tuple[str, ...], after: bool, directory: str,
-                session_id: str | None, dry_run: bool, force: bool, as_json: bool) -> None:
+def restore_cmd(
+    c: Ctx,
+    checkpoint_id: int,
+    paths: tuple[str, ...],
+    after: bool,
+    directory: str,
+    session_id: str | None,
+    dry_run: bool,
+    force: bool,
+    as_json: bool,
+) -> None:
     """Put chosen files back as they were before checkpoint ID (part of an undo).
 
     PATHs are relative to the current directory (or -C DIR); a directory takes
@@ -80,8 +100,15 @@ def restore_cmd(c: Ctx, checkpoint_id: int, paths: tuple[str, ...], after: bool,
     engine = c.engine(directory, create=False)
     base = os.path.abspath(directory)
     rels = [_worktree_path(engine.root, os.path.join(base, p)) for p in paths]
-    rep = history.restore_files(engine, c.session(engine, session_id), checkpoint_id, rels,
-                                after=after, force=force, dry_run=dry_run)
+    rep = history.restore_files(
+        engine,
+        c.session(engine, session_id),
+        checkpoint_id,
+        rels,
+        after=after,
+        force=force,
+        dry_run=dry_run,
+    )
     output.report("restored", rep, as_json)
 
 

@@ -59,8 +59,9 @@ def _checkpoint(c: Ctx, directory: str, checkpoint_id: int | None) -> tuple[Work
         if checkpoint_id is None:
             raise
         # An id the user named that does not exist is an error (1), not "nothing to do".
-        raise NotFound(f"no checkpoint {checkpoint_id} in this worktree "
-                       "(no snapshots recorded here yet)") from None
+        raise NotFound(
+            f"no checkpoint {checkpoint_id} in this worktree (no snapshots recorded here yet)"
+        ) from None
     return engine, find_checkpoint(engine, checkpoint_id)
 
 
@@ -80,8 +81,9 @@ def show(c: Ctx, checkpoint_id: int, directory: str, as_json: bool) -> None:
         output.checkpoint_detail(cp)
 
 
-def _diff_target(_ctx: click.Context, _param: click.Parameter,
-                 value: str | None) -> tuple[int, bool] | None:
+def _diff_target(
+    _ctx: click.Context, _param: click.Parameter, value: str | None
+) -> tuple[int, bool] | None:
     """``ID`` (before → after) or ``ID..`` (before → the worktree now), as (id, to_now)."""
     if value is None:
         return None
@@ -95,17 +97,32 @@ def _diff_target(_ctx: click.Context, _param: click.Parameter,
 @click.command()
 @click.argument("target", required=False, metavar="[ID | ID..]", callback=_diff_target)
 @dir_option
-@click.option("--to-now", is_flag=True,
-              help="From the checkpoint's before to the worktree now (same as ID..).")
+@click.option(
+    "--to-now",
+    is_flag=True,
+    help="From the checkpoint's before to the worktree now (same as ID..).",
+)
 @click.option("--stat", is_flag=True, help="One line per file, as git diff --stat.")
 @json_option
-@click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto",
-              show_default=True, help="Colour the output (auto: only on a terminal, "
-              "not with NO_COLOR set).")
+@click.option(
+    "--color",
+    type=click.Choice(["auto", "always", "never"]),
+    default="auto",
+    show_default=True,
+    help="Colour the output (auto: only on a terminal, not with NO_COLOR set).",
+)
 @click.option("--no-pager", is_flag=True, help="Never page the output.")
 @pass_ctx
-def diff(c: Ctx, target: tuple[int, bool] | None, directory: str, to_now: bool, stat: bool,
-         as_json: bool, color: Literal["auto", "always", "never"], no_pager: bool) -> None:
+def diff(
+    c: Ctx,
+    target: tuple[int, bool] | None,
+    directory: str,
+    to_now: bool,
+    stat: bool,
+    as_json: bool,
+    color: Literal["auto", "always", "never"],
+    no_pager: bool,
+) -> None:
     """Show what checkpoint ID changed (default: the newest one), as a unified diff.
 
     Without --to-now: the checkpoint's own files, before → after it.
@@ -139,13 +156,23 @@ def diff(c: Ctx, target: tuple[int, bool] | None, directory: str, to_now: bool, 
     to, keep, skipped = diff_end(engine, c.data_dir, cp, to_now or dots)
     diffs = changes.file_diffs(engine.store, cp.before, to, keep)
     if as_json:
-        output.emit_json({"checkpoint": cp.id, "from": cp.before, "to": to,
-                          "to_now": to_now or dots, "files": [d.as_json() for d in diffs],
-                          "skipped": [{"path": encode(p), "reason": r} for p, r in skipped]})
+        output.emit_json(
+            {
+                "checkpoint": cp.id,
+                "from": cp.before,
+                "to": to,
+                "to_now": to_now or dots,
+                "files": [d.as_json() for d in diffs],
+                "skipped": [{"path": encode(p), "reason": r} for p, r in skipped],
+            }
+        )
         return
     for path, reason in skipped:
         output.error(f"not in this diff: {display(path)} (skipped: {reason})")
     hue = terminal.use_color(color)
-    data = (changes.stat_text(diffs, terminal.columns(), hue) if stat
-            else changes.patch_text(diffs, hue))
+    data = (
+        changes.stat_text(diffs, terminal.columns(), hue)
+        if stat
+        else changes.patch_text(diffs, hue)
+    )
     terminal.emit(data, page=not no_pager)

@@ -19,13 +19,27 @@ if TYPE_CHECKING:
 @click.argument("agent", type=click.Choice(["claude-code", "docker-agent"]))
 @click.argument("agent_file", required=False, type=click.Path(dir_okay=False), metavar="[FILE]")
 @dir_option
-@click.option("--global", "global_", is_flag=True,
-              help="claude-code: ~/.claude/settings.json instead of the project's.")
-@click.option("--agent", "agent_name", metavar="NAME",
-              help="docker-agent: the agent in FILE to wire (default: root, else the first).")
+@click.option(
+    "--global",
+    "global_",
+    is_flag=True,
+    help="claude-code: ~/.claude/settings.json instead of the project's.",
+)
+@click.option(
+    "--agent",
+    "agent_name",
+    metavar="NAME",
+    help="docker-agent: the agent in FILE to wire (default: root, else the first).",
+)
 @click.option("--dry-run", is_flag=True, help="Print the result; write nothing.")
-def init(agent: str, agent_file: str | None, directory: str, global_: bool,
-         agent_name: str | None, dry_run: bool) -> None:
+def init(
+    agent: str,
+    agent_file: str | None,
+    directory: str,
+    global_: bool,
+    agent_name: str | None,
+    dry_run: bool,
+) -> None:
     """Wire snapshotter's hooks into an agent's configuration.
 
     claude-code merges the hooks into DIR's .claude/settings.json (the git
@@ -39,14 +53,16 @@ def init(agent: str, agent_file: str | None, directory: str, global_: bool,
     command = agent_setup.hook_command()
     if agent == "claude-code":
         folder = Path.home() if global_ else _project_dir(directory)
-        setup = agent_setup.setup_claude(agent_setup.claude_settings_path(folder),
-                                         dry_run=dry_run, command=command)
+        setup = agent_setup.setup_claude(
+            agent_setup.claude_settings_path(folder), dry_run=dry_run, command=command
+        )
     elif agent_file is None:
         click.echo(agent_setup.docker_agent_block(command=command), nl=False)
         return
     else:
-        setup = agent_setup.setup_docker_agent(Path(agent_file), agent_name, dry_run=dry_run,
-                                               command=command)
+        setup = agent_setup.setup_docker_agent(
+            Path(agent_file), agent_name, dry_run=dry_run, command=command
+        )
     if dry_run:
         click.echo(setup.text, nl=False)
     elif not setup.changed:

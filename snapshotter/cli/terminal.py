@@ -22,8 +22,9 @@ _SHELL_CHARS = frozenset("|&;<>()$`\\\"' \t\n*?[#~=%")
 _NOT_STARTED = (126, 127)  # the shell's "cannot execute" / "not found"
 
 
-def use_color(choice: ColorChoice, stream: IO[Any] | None = None,
-              env: Mapping[str, str] | None = None) -> bool:
+def use_color(
+    choice: ColorChoice, stream: IO[Any] | None = None, env: Mapping[str, str] | None = None
+) -> bool:
     """Colour for ``always``; for ``auto`` only on a terminal, unless NO_COLOR is set.
 
     NO_COLOR (no-color.org) turns off colour a tool adds *by default*; an
@@ -125,4 +126,3 @@ def _isatty(stream: IO[Any]) -> bool:
         return stream.isatty()
     except (AttributeError, ValueError):
         return False
-

@@ -99,8 +99,17 @@ def _pattern_text(text: bytes) -> tuple[bytes, bytes]:
 def _unquote(text: bytes) -> tuple[bytes, bytes] | None:
     """git's ``unquote_c_style`` of a leading ``"...."``; None if it is not well formed."""
     out = bytearray()
-    escapes = {ord("a"): 7, ord("b"): 8, ord("f"): 12, ord("n"): 10, ord("r"): 13,
-               ord("t"): 9, ord("v"): 11, ord("\\"): 92, ord('"'): 34}
+    escapes = {
+        ord("a"): 7,
+        ord("b"): 8,
+        ord("f"): 12,
+        ord("n"): 10,
+        ord("r"): 13,
+        ord("t"): 9,
+        ord("v"): 11,
+        ord("\\"): 92,
+        ord('"'): 34,
+    }
     i = 1
     while i < len(text):
         ch = text[i]
@@ -116,8 +125,11 @@ def _unquote(text: bytes) -> tuple[bytes, bytes] | None:
         if nxt[0] in escapes:
             out.append(escapes[nxt[0]])
             i += 2
-        elif b"0" <= nxt <= b"3" and len(text) >= i + 4 and all(
-                0x30 <= c <= 0x37 for c in text[i + 2 : i + 4]):
+        elif (
+            b"0" <= nxt <= b"3"
+            and len(text) >= i + 4
+            and all(0x30 <= c <= 0x37 for c in text[i + 2 : i + 4])
+        ):
             out.append(int(text[i + 1 : i + 4], 8))
             i += 4
         else:
@@ -179,14 +191,20 @@ class AttributeRules:
         # Most specific first: info/attributes, then (per directory) .gitattributes, then the rest.
         info_lines = [] if info is None else parse(info, macros=True, icase=icase)
         dirs = {d: parse(data, macros=not d, icase=icase) for d, data in (per_dir or {}).items()}
-        tail = [parse(data, macros=True, icase=icase)
-                for data in (global_, system, BUILTIN) if data is not None]
+        tail = [
+            parse(data, macros=True, icase=icase)
+            for data in (global_, system, BUILTIN)
+            if data is not None
+        ]
         self.macros = _macros([info_lines, dirs.get("", []), *tail])
         relevant = _closure(set(wanted), self.macros)
         self._info = _keep("", info_lines, relevant)
         self._tail = tuple(src for lines in tail for src in _keep("", lines, relevant))
-        self._dirs = {d: src for d, lines in dirs.items()
-                      if (src := _keep(f"{d}/" if d else "", lines, relevant))}
+        self._dirs = {
+            d: src
+            for d, lines in dirs.items()
+            if (src := _keep(f"{d}/" if d else "", lines, relevant))
+        }
 
     def says_anything(self) -> bool:
         """Whether any line can affect a wanted attribute (else every lookup is empty)."""
@@ -257,6 +275,9 @@ def _closure(names: set[str], macros: Mapping[str, tuple[tuple[str, State], ...]
 def _keep(base: str, lines: list[Line], relevant: set[str]) -> tuple[_Source, ...]:
     """A source cut to the pattern lines that mention a relevant name (last line first);
     empty when none does."""
-    useful = tuple(line for line in reversed(lines) if line.pattern is not None
-                   and any(key in relevant for key, _state in line.states))
+    useful = tuple(
+        line
+        for line in reversed(lines)
+        if line.pattern is not None and any(key in relevant for key, _state in line.states)
+    )
     return (_Source(base, useful),) if useful else ()

@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 
-def commit_all(root: Path, message: str, *, name: str, email: str,
-               branch: str = "main") -> str:
+def commit_all(root: Path, message: str, *, name: str, email: str, branch: str = "main") -> str:
     """Make ``root`` a repository (if it is not one) and commit every file in it
     that its ignore rules keep; the commit's hex id."""
     import pygit2

@@ -503,8 +503,10 @@ class _Source:
         """True: ignored, False: re-included, None: no pattern matches."""
         if self.icase:
             path, name = path.lower(), name.lower()
-        best = max(self._last_match(self.by_name, name, is_dir),
-                   self._last_match(self.by_path, path, is_dir))
+        best = max(
+            self._last_match(self.by_name, name, is_dir),
+            self._last_match(self.by_path, path, is_dir),
+        )
         return None if best < 0 else not self.patterns[best].negative
 
     def _last_match(self, index: _Index, subject: bytes, is_dir: bool) -> int:

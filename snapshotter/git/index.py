@@ -137,15 +137,17 @@ def _with_shared_index(
     shared = _entries(shared_data, oid_size)
     if shared is None:
         return None
-    return _merge_split(link, own, shared[0], oid_size,
-                        lambda new, old: new if new[0] else (old[0], new[1]))
+    return _merge_split(
+        link, own, shared[0], oid_size, lambda new, old: new if new[0] else (old[0], new[1])
+    )
 
 
 _T = TypeVar("_T")
 
 
-def _merge_split(link: bytes, own: list[_T], shared: list[_T], oid_size: int,
-                 replace: Callable[[_T, _T], _T]) -> list[_T]:
+def _merge_split(
+    link: bytes, own: list[_T], shared: list[_T], oid_size: int, replace: Callable[[_T, _T], _T]
+) -> list[_T]:
     """A split index's entries merged into its shared index's, as git merges them.
 
     The ``link`` extension names the shared index and holds two EWAH bitmaps
@@ -290,8 +292,13 @@ def read_split_entries(
         shared = _full_entries(shared_file.read_bytes(), oid_size)
         if shared is None:
             return None
-        merged = _merge_split(link, own, shared[0], oid_size,
-                              lambda new, old: new if new.path else new._replace(path=old.path))
+        merged = _merge_split(
+            link,
+            own,
+            shared[0],
+            oid_size,
+            lambda new, old: new if new.path else new._replace(path=old.path),
+        )
     except (OSError, ValueError, struct.error, IndexError):
         return None
     return merged, shared_file

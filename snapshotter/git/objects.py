@@ -21,6 +21,7 @@ from snapshotter.git.kinds import BLOB, EMPTY_TREE, MODE_GITLINK, MODE_TREE, Ent
 if TYPE_CHECKING:
     import pygit2
 
+
 class ObjectError(StoreError):
     """libgit2 could not read or write an object of the store."""
 
@@ -181,8 +182,7 @@ class ObjectDB:
                     found.append(rel)
         return sorted(found)
 
-    def reachable(self, trees: Iterable[str], known: Collection[bytes] = frozenset()
-                  ) -> set[bytes]:
+    def reachable(self, trees: Iterable[str], known: Collection[bytes] = frozenset()) -> set[bytes]:
         """Raw ids of ``trees`` and of every tree and blob below them (blobs unread).
 
         Trees in ``known`` are skipped with all below them (already accounted

@@ -60,8 +60,12 @@ def write_pack(pack_dir: Path, objects: Iterable[tuple[bytes, int, bytes]]) -> i
         out.discard()
 
 
-def copy_pack(pack_dir: Path, sources: Iterable[tuple[Path, Collection[bytes]]],
-              loose: Iterable[bytes], read: Callable[[bytes], tuple[int, bytes]]) -> int:
+def copy_pack(
+    pack_dir: Path,
+    sources: Iterable[tuple[Path, Collection[bytes]]],
+    loose: Iterable[bytes],
+    read: Callable[[bytes], tuple[int, bytes]],
+) -> int:
     """One pack of the wanted objects of existing packs and of ``loose`` ones; returns the count.
 
     ``sources``: each pack's ``.pack`` path and the ids wanted from it. Their
@@ -136,8 +140,9 @@ class _PackOut:
                 os.unlink(self.tmp.with_suffix(suffix))
 
 
-def _copy_entries(out: _PackOut, pack: Path, wanted: Collection[bytes],
-                  read: Callable[[bytes], tuple[int, bytes]]) -> None:
+def _copy_entries(
+    out: _PackOut, pack: Path, wanted: Collection[bytes], read: Callable[[bytes], tuple[int, bytes]]
+) -> None:
     """The wanted entries of one pack, in its order (a delta's base comes first there)."""
     entries = read_pack_entries(pack.with_suffix(".idx"))
     if entries is None:
@@ -257,15 +262,18 @@ def _index(entries: list[tuple[bytes, int, int]], pack_sum: bytes) -> bytes:
         else:
             offsets.append(0x80000000 | len(large))
             large.append(off)
-    body = b"".join((
-        b"\377tOc", struct.pack(">I", 2),
-        struct.pack(">256I", *fanout),
-        b"".join(oid for oid, _c, _o in entries),
-        struct.pack(f">{len(entries)}I", *(crc & 0xFFFFFFFF for _o, crc, _f in entries)),
-        struct.pack(f">{len(offsets)}I", *offsets),
-        struct.pack(f">{len(large)}Q", *large),
-        pack_sum,
-    ))
+    body = b"".join(
+        (
+            b"\377tOc",
+            struct.pack(">I", 2),
+            struct.pack(">256I", *fanout),
+            b"".join(oid for oid, _c, _o in entries),
+            struct.pack(f">{len(entries)}I", *(crc & 0xFFFFFFFF for _o, crc, _f in entries)),
+            struct.pack(f">{len(offsets)}I", *offsets),
+            struct.pack(f">{len(large)}Q", *large),
+            pack_sum,
+        )
+    )
     return body + hashlib.sha1(body).digest()
 
 

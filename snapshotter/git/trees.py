@@ -26,8 +26,9 @@ def build(entries: Entries) -> Built:
     return update(entries, {}, entries, everything=True)
 
 
-def update(entries: Entries, trees: Mapping[str, bytes], paths: Iterable[str],
-           *, everything: bool = False) -> Built:
+def update(
+    entries: Entries, trees: Mapping[str, bytes], paths: Iterable[str], *, everything: bool = False
+) -> Built:
     """The trees after ``paths`` (added, changed or removed) changed in ``entries``.
 
     ``trees`` is the directory -> tree id map of the build before; only the
@@ -70,8 +71,12 @@ def update(entries: Entries, trees: Mapping[str, bytes], paths: Iterable[str],
 Items = dict[bytes, tuple[int, bytes]]
 
 
-def edit(base: str, changes: Mapping[str, tuple[int, bytes] | None],
-         read: Callable[[bytes], Items], write: Callable[[bytes], bytes]) -> str:
+def edit(
+    base: str,
+    changes: Mapping[str, tuple[int, bytes] | None],
+    read: Callable[[bytes], Items],
+    write: Callable[[bytes], bytes],
+) -> str:
     """The stored tree ``base`` with each path set to (mode, blob id), or removed for None.
 
     Only the trees on the way from the changed paths to the root are read

@@ -185,8 +185,9 @@ def object_format(git_dir: Path) -> str:
         return "sha1"  # find_worktree has said why, for the top repository
 
 
-def _work_tree(git_dir: Path, common_dir: Path, top: Path | None,
-               config: dict[str, str]) -> Path | None:
+def _work_tree(
+    git_dir: Path, common_dir: Path, top: Path | None, config: dict[str, str]
+) -> Path | None:
     """The worktree's top directory; None for a bare repository or from inside a git dir.
 
     ``core.worktree`` is relative to the git dir, as git reads it. A linked
@@ -375,7 +376,8 @@ class RepoContext:
         """
         data, opened = (
             read_rule_file(os.path.join(dir_abs, ".gitignore"), nofollow=True)
-            if present else (None, False)
+            if present
+            else (None, False)
         )
         if not opened:
             rel = f"{dir_rel}/.gitignore" if dir_rel else ".gitignore"
@@ -405,7 +407,8 @@ def _skip_worktree_gitignores(git_dir: Path) -> dict[str, bytes]:
         return {}  # version 2 has no extended flags, so no skip-worktree entries
     entries = read_entries(data, OBJECT_FORMATS[object_format(git_dir)]) or []
     return {
-        e.path: e.oid for e in entries
+        e.path: e.oid
+        for e in entries
         if e.skip_worktree and e.stage == 0 and e.path.rpartition("/")[2] == ".gitignore"
     }
 
@@ -455,8 +458,9 @@ def nested_context(dir_abs: Path, prefix: str) -> RepoContext:
     common_dir = None if git_dir is None else _common_dir(git_dir)
     global_excludes, icase = _ignore_settings(common_dir, dir_abs)
     if git_dir is None or common_dir is None:
-        return RepoContext(prefix, IgnoreRules.for_repository(None, global_excludes, icase),
-                           TrackedIndex())
+        return RepoContext(
+            prefix, IgnoreRules.for_repository(None, global_excludes, icase), TrackedIndex()
+        )
     excludes = read_lines(common_dir / "info" / "exclude")
     rules = IgnoreRules.for_repository(excludes, global_excludes, icase)
     return RepoContext(prefix, rules, TrackedIndex.read(git_dir / "index"), git_dir)

@@ -22,8 +22,9 @@ from snapshotter.store import restore as restore_mod
 from snapshotter.store.shadow import Store
 
 
-def run(store: Store, state: State, safety: str,
-        steps: list[tuple[str, list[str]]]) -> restore_mod.RestoreResult:
+def run(
+    store: Store, state: State, safety: str, steps: list[tuple[str, list[str]]]
+) -> restore_mod.RestoreResult:
     """Save ``state`` (the operation's outcome) with its journal, then restore ``steps``.
 
     ``safety`` must hold the current bytes of every path in ``steps``
@@ -66,8 +67,9 @@ def recover(store: Store) -> None:
     restore_mod.remove_temps(root, journal.temps)  # first: their names are reused below
     for tree, paths in journal.steps:
         try:
-            restore_mod.restore(store, tree, paths, safety=journal.safety, temps=journal.temps,
-                                tolerant=True)
+            restore_mod.restore(
+                store, tree, paths, safety=journal.safety, temps=journal.temps, tolerant=True
+            )
         except Exception:  # e.g. a missing tree: one bad step must not block every open
             continue
     restore_mod.remove_temps(root, journal.temps)
@@ -90,8 +92,9 @@ def _save(store: Store, state: State, *, durable: bool = False) -> None:
         save(store, state, durable=durable)
     except OSError as exc:
         untouched = "; the worktree was not changed" if durable else ""
-        raise StoreError(f"cannot write to the store {store.root}: "
-                         f"{exc.strerror or exc}{untouched}") from exc
+        raise StoreError(
+            f"cannot write to the store {store.root}: {exc.strerror or exc}{untouched}"
+        ) from exc
 
 
 def _add(total: restore_mod.RestoreResult, one: restore_mod.RestoreResult) -> None:
@@ -99,4 +102,3 @@ def _add(total: restore_mod.RestoreResult, one: restore_mod.RestoreResult) -> No
     total.removed.extend(one.removed)
     total.kept.extend(one.kept)
     total.failed.extend(one.failed)
-

@@ -14,8 +14,9 @@ from snapshotter.models import Checkpoint
 from snapshotter.store.workspace import Workspace
 
 
-def find_checkpoint(engine: Workspace, checkpoint_id: int | None,
-                    session_id: str | None = None) -> Checkpoint:
+def find_checkpoint(
+    engine: Workspace, checkpoint_id: int | None, session_id: str | None = None
+) -> Checkpoint:
     """Checkpoint ``checkpoint_id`` of the worktree, in any session; without an id,
     the newest top-level checkpoint of ``session_id`` (default: the newest session)."""
     cps = list_checkpoints(engine.store, None)
@@ -47,8 +48,9 @@ def session_workspace(engine: Workspace, data_dir: Path, session_id: str) -> Wor
     return engine.with_scope(worktree.scope) if worktree.root == engine.root else engine
 
 
-def diff_end(engine: Workspace, data_dir: Path, cp: Checkpoint, to_now: bool
-             ) -> tuple[str, Callable[[str], bool], list[tuple[str, str]]]:
+def diff_end(
+    engine: Workspace, data_dir: Path, cp: Checkpoint, to_now: bool
+) -> tuple[str, Callable[[str], bool], list[tuple[str, str]]]:
     """Where a diff of ``cp`` ends, the paths it shows, and (path, reason) of files a
     fresh capture left out: the checkpoint's own files up to its ``after``, or, to
     now, everything in its session's directory."""

@@ -36,18 +36,31 @@ class GcReport(Compaction):
     dropped: Dropped = field(default_factory=Dropped)
 
 
-def collect(engine: Workspace, *, budget_s: float | None = None, dry_run: bool = False,
-            policy: Policy | None = None, compact: bool = False) -> GcReport:
+def collect(
+    engine: Workspace,
+    *,
+    budget_s: float | None = None,
+    dry_run: bool = False,
+    policy: Policy | None = None,
+    compact: bool = False,
+) -> GcReport:
     """Apply retention, pack what is new, drop the rest; bounded by ``budget_s``.
 
     ``compact``: rewrite every pack holding an unreachable object, however few.
     """
-    return collect_store(engine.store, budget_s=budget_s, dry_run=dry_run, policy=policy,
-                         compact=compact)
+    return collect_store(
+        engine.store, budget_s=budget_s, dry_run=dry_run, policy=policy, compact=compact
+    )
 
 
-def collect_store(store: Store, *, budget_s: float | None = None, dry_run: bool = False,
-                  policy: Policy | None = None, compact: bool = False) -> GcReport:
+def collect_store(
+    store: Store,
+    *,
+    budget_s: float | None = None,
+    dry_run: bool = False,
+    policy: Policy | None = None,
+    compact: bool = False,
+) -> GcReport:
     """``collect`` for a store (every store, for ``gc --all``)."""
     policy = policy or Policy()
     try:
@@ -61,8 +74,9 @@ def collect_store(store: Store, *, budget_s: float | None = None, dry_run: bool 
         raise StoreError(f"gc stopped: {exc}") from exc
 
 
-def _collect(store: Store, budget_s: float | None, dry_run: bool, policy: Policy,
-             compact: bool) -> GcReport:
+def _collect(
+    store: Store, budget_s: float | None, dry_run: bool, policy: Policy, compact: bool
+) -> GcReport:
     objects = store.root / "git" / "objects"
     with store.locked():  # a short hold: read, apply retention, write the records
         compaction.remove_orphans(objects)
@@ -74,8 +88,11 @@ def _collect(store: Store, budget_s: float | None, dry_run: bool, policy: Policy
         if report.dropped.checkpoints and not dry_run:
             save(store, state)  # records go before the objects they named
         plan = compaction.read_plan(store, _live_trees(store, state))
-    over = (policy.max_store_bytes is not None and report.bytes_before > policy.max_store_bytes
-            and oldest_droppable(state) is not None)  # else rewriting frees nothing more
+    over = (
+        policy.max_store_bytes is not None
+        and report.bytes_before > policy.max_store_bytes
+        and oldest_droppable(state) is not None
+    )  # else rewriting frees nothing more
     share = 0.0 if over or compact else compaction.GARBAGE_SHARE
     if budget_s is not None and not (over or compact or report.dropped.checkpoints):
         report.reason = compaction.idle_reason(plan)
@@ -128,12 +145,29 @@ def start_detached(store: Store, *, budget_s: float, policy: Policy) -> None:
     import subprocess
 
     data_dir = store.root.parent.parent
-    argv = [sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), "gc",
-            "-C", str(store.worktree.root), "--detached", "--budget-s", repr(budget_s),
-            *_policy_args(policy)]
-    subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                     stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
-                     cwd="/")
+    argv = [
+        sys.executable,
+        "-m",
+        "snapshotter",
+        "--data-dir",
+        str(data_dir),
+        "gc",
+        "-C",
+        str(store.worktree.root),
+        "--detached",
+        "--budget-s",
+        repr(budget_s),
+        *_policy_args(policy),
+    ]
+    subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        close_fds=True,
+        cwd="/",
+    )
 
 
 def _policy_args(policy: Policy) -> list[str]:

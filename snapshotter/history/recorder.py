@@ -63,8 +63,15 @@ class Recorder:
             capture, mark = self._capture_pair(state)
             cp = None
             if start is not None:
-                cp = self._record(state, "turn", labels.first_line(label) or "checkpoint", start,
-                                  capture, prompt=label or None, reason="checkpoint")
+                cp = self._record(
+                    state,
+                    "turn",
+                    labels.first_line(label) or "checkpoint",
+                    start,
+                    capture,
+                    prompt=label or None,
+                    reason="checkpoint",
+                )
             sess.last = mark
             return cp
 
@@ -74,33 +81,55 @@ class Recorder:
             with editing(self.engine.store) as state:
                 state.session(self.session_id).prompt = labels.bounded(prompt)
 
-    def tool_start(self, tool_use_id: str | None, tool_name: str,
-                   named: Sequence[str] = (), command: str | None = None) -> None:
+    def tool_start(
+        self,
+        tool_use_id: str | None,
+        tool_name: str,
+        named: Sequence[str] = (),
+        command: str | None = None,
+    ) -> None:
         """``named``: worktree paths the tool's input says it writes."""
         with editing(self.engine.store) as state:
             sess = state.session(self.session_id)
-            mark = self._capture(state).model_copy(update={
-                "tool_use_id": tool_use_id or None, "tool_name": tool_name,
-                "named": sorted(set(named)),
-                "command": labels.bounded(command) if command else None,
-            })
+            mark = self._capture(state).model_copy(
+                update={
+                    "tool_use_id": tool_use_id or None,
+                    "tool_name": tool_name,
+                    "named": sorted(set(named)),
+                    "command": labels.bounded(command) if command else None,
+                }
+            )
             sess.tools = [*sess.tools, mark][-MAX_PENDING_TOOLS:]
 
-    def tool_end(self, tool_use_id: str | None, tool_name: str,
-                 named: Sequence[str] = (), command: str | None = None) -> Checkpoint | None:
+    def tool_end(
+        self,
+        tool_use_id: str | None,
+        tool_name: str,
+        named: Sequence[str] = (),
+        command: str | None = None,
+    ) -> Checkpoint | None:
         with editing(self.engine.store) as state:
             sess = state.session(self.session_id)
             start = _pop_tool(sess.tools, tool_use_id, tool_name) or sess.last
             capture, mark = self._capture_pair(state)
             if start is None:
                 return None
-            start = start.model_copy(update={
-                "named": sorted({*start.named, *named}),
-                "command": start.command or (labels.bounded(command) if command else None),
-            })
+            start = start.model_copy(
+                update={
+                    "named": sorted({*start.named, *named}),
+                    "command": start.command or (labels.bounded(command) if command else None),
+                }
+            )
             name = tool_name or "tool"
-            cp = self._record(state, "tool", labels.for_tool(name, start.named, start.command),
-                              start, capture, tool_name=name, command=start.command)
+            cp = self._record(
+                state,
+                "tool",
+                labels.for_tool(name, start.named, start.command),
+                start,
+                capture,
+                tool_name=name,
+                command=start.command,
+            )
             if cp is not None and sess.turn is not None:
                 sess.turn_tools.append(cp.id)
             sess.last = mark
@@ -128,8 +157,15 @@ class Recorder:
         capture, mark = self._capture_pair(state)
         cp = None
         if start is not None:
-            cp = self._record(state, "turn", labels.for_turn(sess.prompt, reason), start,
-                              capture, prompt=sess.prompt, reason=reason)
+            cp = self._record(
+                state,
+                "turn",
+                labels.for_turn(sess.prompt, reason),
+                start,
+                capture,
+                prompt=sess.prompt,
+                reason=reason,
+            )
         if cp is not None:
             for child_id in sess.turn_tools:
                 child = state.by_id(child_id)
@@ -150,8 +186,16 @@ class Recorder:
         return capture, Mark.of(capture, state.next_id)
 
     def _record(
-        self, state: State, kind: Kind, label: str, start: Mark, capture: Capture, *,
-        prompt: str | None = None, reason: str | None = None, tool_name: str | None = None,
+        self,
+        state: State,
+        kind: Kind,
+        label: str,
+        start: Mark,
+        capture: Capture,
+        *,
+        prompt: str | None = None,
+        reason: str | None = None,
+        tool_name: str | None = None,
         command: str | None = None,
     ) -> Checkpoint | None:
         """Record the span as a checkpoint if files in scope changed (the rest: label sources)."""
@@ -173,12 +217,22 @@ class Recorder:
                 files=files,
                 skipped=skipped,
                 named_paths=start.named if kind == "tool" else [],
-                prompt=prompt, reason=reason, tool_name=tool_name, command=command,
+                prompt=prompt,
+                reason=reason,
+                tool_name=tool_name,
+                command=command,
             )
         )
 
-    def _ours(self, state: State, kind: Kind, start: Mark, capture: Capture,
-              owners: dict[str, set[str]], path: str) -> bool:
+    def _ours(
+        self,
+        state: State,
+        kind: Kind,
+        start: Mark,
+        capture: Capture,
+        owners: dict[str, set[str]],
+        path: str,
+    ) -> bool:
         """Does a change to ``path`` during this span belong to this span?
 
         A file some tool's input named belongs to that tool, and so to its
@@ -193,7 +247,7 @@ class Recorder:
             return kind == "turn" and self.session_id in named_by
         theirs = any(
             cp.session_id != self.session_id and any(f.path == path for f in cp.files)
-            for cp in state.checkpoints[_first_since(state, start):]
+            for cp in state.checkpoints[_first_since(state, start) :]
         )
         if theirs:
             return False
@@ -206,8 +260,11 @@ class Recorder:
         for cp in reversed(state.checkpoints):
             if cp.id < start.next_id:
                 break
-            if (cp.session_id == self.session_id and cp.kind == "tool"
-                    and any(f.path == path for f in cp.files)):
+            if (
+                cp.session_id == self.session_id
+                and cp.kind == "tool"
+                and any(f.path == path for f in cp.files)
+            ):
                 return self.engine.entry(cp.after, path) == self.engine.entry(capture.tree, path)
         return False
 
@@ -228,7 +285,7 @@ def _named_owners(state: State, start: Mark) -> dict[str, set[str]]:
             if mark is not start:
                 for path in mark.named:
                     owners.setdefault(path, set()).add(session_id)
-    for cp in state.checkpoints[_first_since(state, start):]:
+    for cp in state.checkpoints[_first_since(state, start) :]:
         for path in cp.named_paths:
             owners.setdefault(path, set()).add(cp.session_id)
     return owners
@@ -248,8 +305,9 @@ def _pop_tool(tools: list[Mark], tool_use_id: str | None, tool_name: str) -> Mar
 LEFT_CAPTURE = "no longer captured: an ignore rule or the size limit leaves it out now"
 
 
-def settle(store: Store, start: Mark, capture: Capture,
-           files: list[FileChange]) -> tuple[list[FileChange], Mark, Capture]:
+def settle(
+    store: Store, start: Mark, capture: Capture, files: list[FileChange]
+) -> tuple[list[FileChange], Mark, Capture]:
     """The span's real changes: a file that was only re-classified is no change.
 
     - ``deleted`` but still on disk: it left the capture because a rule changed
@@ -272,14 +330,20 @@ def settle(store: Store, start: Mark, capture: Capture,
         if f.status == "deleted":
             edits[f.path] = None
             skipped.setdefault(f.path, Skip(f.path, LEFT_CAPTURE, st.st_size, st.st_mtime_ns))
-        elif f.status == "added" and start.at and max(st.st_ctime_ns, st.st_mtime_ns) < (
-                start.at - RACY_WINDOW_NS):
+        elif (
+            f.status == "added"
+            and start.at
+            and max(st.st_ctime_ns, st.st_mtime_ns) < (start.at - RACY_WINDOW_NS)
+        ):
             edits[f.path] = store.entry(capture.tree, f.path)
     if not edits:
         return files, start, capture
     tree = store.edit_tree(start.tree, edits)
-    return ([f for f in files if f.path not in edits], start.model_copy(update={"tree": tree}),
-            Capture(capture.tree, skipped, capture.started))
+    return (
+        [f for f in files if f.path not in edits],
+        start.model_copy(update={"tree": tree}),
+        Capture(capture.tree, skipped, capture.started),
+    )
 
 
 def _lstat_within(root: Path, rel: str) -> os.stat_result | None:

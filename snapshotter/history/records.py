@@ -40,8 +40,7 @@ class Mark(BaseModel):
     @classmethod
     def of(cls, capture: Capture, next_id: int, **extra: str | None) -> Mark:
         skips = {p: (s.reason, s.size, s.mtime_ns) for p, s in capture.skipped.items()}
-        return cls(tree=capture.tree, skips=skips, next_id=next_id,
-                   at=capture.started, **extra)  # type: ignore[arg-type]
+        return cls(tree=capture.tree, skips=skips, next_id=next_id, at=capture.started, **extra)  # type: ignore[arg-type]
 
     def new_skips(self, later: Capture) -> list[SkippedFile]:
         """Skips of ``later`` that appeared or changed since this mark."""

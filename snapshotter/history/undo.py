@@ -35,8 +35,9 @@ def resolve_session(store: Store, *preferred: str | None) -> str:
     return found
 
 
-def undo_last(engine: Workspace, session_id: str, *, force: bool = False,
-              dry_run: bool = False) -> RestoreReport:
+def undo_last(
+    engine: Workspace, session_id: str, *, force: bool = False, dry_run: bool = False
+) -> RestoreReport:
     """Revert the session's newest not-undone top-level checkpoint."""
     with editing(engine.store) as state:
         target = _newest_top_level(state, session_id)
@@ -45,24 +46,38 @@ def undo_last(engine: Workspace, session_id: str, *, force: bool = False,
         return _revert(engine, state, session_id, [target], "undo", force, dry_run)
 
 
-def reset(engine: Workspace, session_id: str, keep: int | None, *, force: bool = False,
-          dry_run: bool = False) -> RestoreReport:
+def reset(
+    engine: Workspace,
+    session_id: str,
+    keep: int | None,
+    *,
+    force: bool = False,
+    dry_run: bool = False,
+) -> RestoreReport:
     """Revert every checkpoint after ``keep`` (all of them when ``keep`` is None)."""
     with editing(engine.store) as state:
         if keep is not None:
             anchor = state.by_id(keep)
             if anchor is None or anchor.session_id != session_id:
-                raise NotFound(f"no checkpoint {keep} in session {session_id} "
-                               "(see `snapshotter list --all`)")
+                raise NotFound(
+                    f"no checkpoint {keep} in session {session_id} (see `snapshotter list --all`)"
+                )
         targets = _after(state, session_id, keep or 0)
         if not targets:
             raise NothingToDo(f"nothing after checkpoint {keep or 0} to reset")
         return _revert(engine, state, session_id, targets, "reset", force, dry_run)
 
 
-def restore_files(engine: Workspace, session_id: str, checkpoint_id: int, paths: list[str], *,
-                  after: bool = False, force: bool = False,
-                  dry_run: bool = False) -> RestoreReport:
+def restore_files(
+    engine: Workspace,
+    session_id: str,
+    checkpoint_id: int,
+    paths: list[str],
+    *,
+    after: bool = False,
+    force: bool = False,
+    dry_run: bool = False,
+) -> RestoreReport:
     """Put ``paths`` back as they were before checkpoint ``checkpoint_id`` (``after``: after it).
 
     Part of a checkpoint, with undo's guarantees: the safety capture holds the
@@ -74,31 +89,39 @@ def restore_files(engine: Workspace, session_id: str, checkpoint_id: int, paths:
     with editing(engine.store) as state:
         cp = state.by_id(checkpoint_id)
         if cp is None:
-            raise NotFound(f"no checkpoint {checkpoint_id} in this worktree "
-                           "(see `snapshotter list --all`)")
+            raise NotFound(
+                f"no checkpoint {checkpoint_id} in this worktree (see `snapshotter list --all`)"
+            )
         source, other = (cp.after, cp.before) if after else (cp.before, cp.after)
         chosen = _expand(engine, state, cp, [source, other], paths)
         safety = _safety(engine, chosen)
         # Refused: a file that is neither where the checkpoint left it nor already
         # as asked, i.e. someone edited it since.
-        _refuse_changed(engine, safety.tree, {other: [
-            p for p in chosen if engine.entry(safety.tree, p) != engine.entry(source, p)
-        ]}, force)
+        _refuse_changed(
+            engine,
+            safety.tree,
+            {other: [p for p in chosen if engine.entry(safety.tree, p) != engine.entry(source, p)]},
+            force,
+        )
         steps = [(source, chosen)]
         if dry_run:
             return _report(state, [cp.id], _plan(engine, steps), dry_run)
         new_tree = _after_tree(engine, safety.tree, steps)
         _rebase_open_spans(engine, state, new_tree, chosen)
         sess = state.session(session_id)
-        sess.redo.append(RedoEntry(op="restore", checkpoints=[cp.id], paths=chosen,
-                                   tree=safety.tree, after=new_tree))
+        sess.redo.append(
+            RedoEntry(
+                op="restore", checkpoints=[cp.id], paths=chosen, tree=safety.tree, after=new_tree
+            )
+        )
         sess.last = Mark.of(Capture(new_tree, safety.skipped, safety.started), state.next_id)
         result = journal.run(engine.store, state, safety.tree, steps)
         return _report(state, [cp.id], result, dry_run)
 
 
-def _expand(engine: Workspace, state: State, cp: Checkpoint, trees: list[str],
-            paths: list[str]) -> list[str]:
+def _expand(
+    engine: Workspace, state: State, cp: Checkpoint, trees: list[str], paths: list[str]
+) -> list[str]:
     """Worktree paths for ``paths``: files as given, directories as the files below them."""
     touched = {f.path for c in (cp, *state.children(cp.id)) for f in c.files}
     chosen: set[str] = set()
@@ -116,8 +139,9 @@ def _expand(engine: Workspace, state: State, cp: Checkpoint, trees: list[str],
     return sorted(chosen)
 
 
-def redo(engine: Workspace, session_id: str, *, force: bool = False,
-         dry_run: bool = False) -> RestoreReport:
+def redo(
+    engine: Workspace, session_id: str, *, force: bool = False, dry_run: bool = False
+) -> RestoreReport:
     """Put back what the session's last undo or reset took away."""
     with editing(engine.store) as state:
         sess = state.session(session_id)
@@ -132,8 +156,9 @@ def redo(engine: Workspace, session_id: str, *, force: bool = False,
         after = _after_tree(engine, safety.tree, steps)
         sess.redo.pop()
         if changed:  # --force over files changed since the undo: one more redo puts them back
-            sess.redo.append(RedoEntry(op="undo", checkpoints=[], paths=changed, tree=safety.tree,
-                                       after=after))
+            sess.redo.append(
+                RedoEntry(op="undo", checkpoints=[], paths=changed, tree=safety.tree, after=after)
+            )
         sess.last = Mark.of(Capture(after, safety.skipped, safety.started), state.next_id)
         _rebase_open_spans(engine, state, entry.tree, entry.paths)
         for cp_id in entry.checkpoints if entry.op != "restore" else ():  # a part: no flag
@@ -169,8 +194,15 @@ def _after(state: State, session_id: str, keep: int) -> list[Checkpoint]:
     return sorted(picked, key=lambda c: c.id)
 
 
-def _revert(engine: Workspace, state: State, session_id: str, targets: list[Checkpoint],
-            op: str, force: bool, dry_run: bool) -> RestoreReport:
+def _revert(
+    engine: Workspace,
+    state: State,
+    session_id: str,
+    targets: list[Checkpoint],
+    op: str,
+    force: bool,
+    dry_run: bool,
+) -> RestoreReport:
     # The newest checkpoint touching a path says what it must look like now;
     # the oldest one says what to put back.
     expected: dict[str, str] = {}
@@ -194,8 +226,15 @@ def _revert(engine: Workspace, state: State, session_id: str, targets: list[Chec
         _set_undone(state, cp, True)
     _rebase_open_spans(engine, state, after.tree, paths)
     sess = state.session(session_id)
-    sess.redo.append(RedoEntry(op="undo" if op == "undo" else "reset", checkpoints=ids,
-                               paths=paths, tree=safety.tree, after=after.tree))
+    sess.redo.append(
+        RedoEntry(
+            op="undo" if op == "undo" else "reset",
+            checkpoints=ids,
+            paths=paths,
+            tree=safety.tree,
+            after=after.tree,
+        )
+    )
     sess.last = Mark.of(after, state.next_id)
     result = journal.run(engine.store, state, safety.tree, steps)
     return _report(state, ids, result, dry_run)
@@ -217,7 +256,8 @@ def _safety(engine: Workspace, paths: list[str]) -> Capture:
 def _after_tree(engine: Workspace, safety: str, steps: list[tuple[str, list[str]]]) -> str:
     """What the worktree is once ``steps`` are restored over ``safety``."""
     return engine.store.edit_tree(
-        safety, {p: engine.entry(tree, p) for tree, paths in steps for p in paths})
+        safety, {p: engine.entry(tree, p) for tree, paths in steps for p in paths}
+    )
 
 
 def _rebase_open_spans(engine: Workspace, state: State, tree: str, paths: list[str]) -> None:
@@ -268,12 +308,14 @@ def _refuse_changed(
     ``current`` is the safety tree: it holds every path's bytes, so a file the
     capture left out (ignored, too large) is compared by its content too.
     """
-    changed = sorted({
-        p
-        for tree, paths in expected.items()
-        for p in paths
-        if engine.entry(current, p) != engine.entry(tree, p)
-    })
+    changed = sorted(
+        {
+            p
+            for tree, paths in expected.items()
+            for p in paths
+            if engine.entry(current, p) != engine.entry(tree, p)
+        }
+    )
     if changed and not force:
         raise Conflict(changed)
     return changed
@@ -290,18 +332,18 @@ def _plan(engine: Workspace, steps: list[tuple[str, list[str]]]) -> RestoreResul
     return total
 
 
-
-def _report(state: State, ids: list[int], result: RestoreResult,
-            dry_run: bool) -> RestoreReport:
+def _report(state: State, ids: list[int], result: RestoreResult, dry_run: bool) -> RestoreReport:
     """What was done, naming the skipped files a restore could not bring back."""
-    skipped = sorted({
-        s.path
-        for cp in state.checkpoints
-        if cp.id in ids or cp.parent in ids
-        for s in cp.skipped
-    })
-    return RestoreReport(checkpoint=ids, restored=result.restored, removed=result.removed,
-                         skipped=skipped, dry_run=dry_run)
+    skipped = sorted(
+        {s.path for cp in state.checkpoints if cp.id in ids or cp.parent in ids for s in cp.skipped}
+    )
+    return RestoreReport(
+        checkpoint=ids,
+        restored=result.restored,
+        removed=result.removed,
+        skipped=skipped,
+        dry_run=dry_run,
+    )
 
 
 def list_checkpoints(store: Store, session_id: str | None) -> list[Checkpoint]:

@@ -31,8 +31,7 @@ if TYPE_CHECKING:
     from snapshotter.models import Checkpoint, RestoreReport
 
 BUILTIN_NAME = "snapshot"
-AUTO_EVENTS = (ev.SESSION_START, ev.USER_PROMPT_SUBMIT, ev.TURN_START, ev.TURN_END,
-               ev.SESSION_END)
+AUTO_EVENTS = (ev.SESSION_START, ev.USER_PROMPT_SUBMIT, ev.TURN_START, ev.TURN_END, ev.SESSION_END)
 SESSION_END_GC_BUDGET_S = 2.0
 
 
@@ -77,20 +76,26 @@ class SnapshotBuiltin:
             raise BadInput("hook input needs session_id and cwd")
         options = parse_args(args)
         limit = parse_size(options.get("max_new_file_size", self.max_new_file_size))
-        max_files = (_int_option(options, "max_files") if "max_files" in options
-                     else DEFAULT_MAX_FILES)
+        max_files = (
+            _int_option(options, "max_files") if "max_files" in options else DEFAULT_MAX_FILES
+        )
         # The session's first event fixes where it works (agents ``cd``; SPEC §3).
         session = hook_input.session_id
         kept = session_scope.kept_dir(self.data_dir, session)
         directory = kept or session_scope.first_dir(hook_input.cwd, options.get("project_dir"))
         try:
-            engine = Engine.open(directory, data_dir_path=self.data_dir,
-                                 max_new_file_size=limit, max_files=max_files)
+            engine = Engine.open(
+                directory, data_dir_path=self.data_dir, max_new_file_size=limit, max_files=max_files
+            )
             if kept is None:
                 winner = session_scope.claim(self.data_dir, session, directory)
                 if winner != directory:  # another process's first event came first
-                    engine = Engine.open(winner, data_dir_path=self.data_dir,
-                                         max_new_file_size=limit, max_files=max_files)
+                    engine = Engine.open(
+                        winner,
+                        data_dir_path=self.data_dir,
+                        max_new_file_size=limit,
+                        max_files=max_files,
+                    )
         except NotAWorktree:
             return None  # outside a git worktree every event is a no-op
         self.last_session[engine.root] = session
@@ -150,12 +155,14 @@ def _dispatch(
         return recorder.turn_end(hook_input.reason)
     elif event == ev.PRE_TOOL_USE:
         named = worktree_paths(recorder.engine.root, hook_input.named_paths())
-        recorder.tool_start(hook_input.tool_use_id, hook_input.tool_name, named,
-                            hook_input.command())
+        recorder.tool_start(
+            hook_input.tool_use_id, hook_input.tool_name, named, hook_input.command()
+        )
     elif event == ev.POST_TOOL_USE:
         named = worktree_paths(recorder.engine.root, hook_input.named_paths())
-        return recorder.tool_end(hook_input.tool_use_id, hook_input.tool_name, named,
-                                 hook_input.command())
+        return recorder.tool_end(
+            hook_input.tool_use_id, hook_input.tool_name, named, hook_input.command()
+        )
     elif event == ev.SESSION_END:
         checkpoint = recorder.session_end()
         from snapshotter.history.maintenance import start_detached
@@ -163,8 +170,11 @@ def _dispatch(
         # Never on the runtime's clock (issue 11.4, 13.13): the gc runs in a
         # process of its own, holding the store lock only in short moments.
         try:
-            start_detached(recorder.engine.store, budget_s=SESSION_END_GC_BUDGET_S,
-                           policy=retention_policy(options))
+            start_detached(
+                recorder.engine.store,
+                budget_s=SESSION_END_GC_BUDGET_S,
+                policy=retention_policy(options),
+            )
         except OSError as exc:  # no process to spare: the next session_end tries again
             log_failure(recorder.engine.store.root.parent.parent, f"session_end gc: {exc}")
         return checkpoint
@@ -188,8 +198,9 @@ class SnapshotController:
             engine.store, session_id, self.builtin.last_session.get(engine.root)
         )
 
-    def list(self, cwd: str | os.PathLike[str], session_id: str | None = None,
-             all_sessions: bool = False) -> list[Checkpoint]:
+    def list(
+        self, cwd: str | os.PathLike[str], session_id: str | None = None, all_sessions: bool = False
+    ) -> list[Checkpoint]:
         from snapshotter.history import undo as history
 
         try:
@@ -206,31 +217,50 @@ class SnapshotController:
         except NothingToDo:
             return None
 
-    def undo_last(self, cwd: str | os.PathLike[str], session_id: str | None = None, *,
-                  force: bool = False, dry_run: bool = False) -> RestoreReport:
+    def undo_last(
+        self,
+        cwd: str | os.PathLike[str],
+        session_id: str | None = None,
+        *,
+        force: bool = False,
+        dry_run: bool = False,
+    ) -> RestoreReport:
         from snapshotter.history import undo as history
 
         engine = self._engine(cwd)
-        return history.undo_last(engine, self._session(engine, session_id), force=force,
-                                 dry_run=dry_run)
+        return history.undo_last(
+            engine, self._session(engine, session_id), force=force, dry_run=dry_run
+        )
 
-    def redo(self, cwd: str | os.PathLike[str], session_id: str | None = None, *,
-             force: bool = False, dry_run: bool = False) -> RestoreReport:
+    def redo(
+        self,
+        cwd: str | os.PathLike[str],
+        session_id: str | None = None,
+        *,
+        force: bool = False,
+        dry_run: bool = False,
+    ) -> RestoreReport:
         from snapshotter.history import undo as history
 
         engine = self._engine(cwd)
-        return history.redo(engine, self._session(engine, session_id), force=force,
-                            dry_run=dry_run)
+        return history.redo(engine, self._session(engine, session_id), force=force, dry_run=dry_run)
 
-    def reset(self, cwd: str | os.PathLike[str], keep: int | None = None,
-              session_id: str | None = None, *, force: bool = False,
-              dry_run: bool = False) -> RestoreReport:
+    def reset(
+        self,
+        cwd: str | os.PathLike[str],
+        keep: int | None = None,
+        session_id: str | None = None,
+        *,
+        force: bool = False,
+        dry_run: bool = False,
+    ) -> RestoreReport:
         """Revert every checkpoint after ``keep``; ``keep=None`` goes back to the original."""
         from snapshotter.history import undo as history
 
         engine = self._engine(cwd)
-        return history.reset(engine, self._session(engine, session_id), keep, force=force,
-                             dry_run=dry_run)
+        return history.reset(
+            engine, self._session(engine, session_id), keep, force=force, dry_run=dry_run
+        )
 
     def auto_inject(self, config: HooksConfig | dict[str, Any] | None) -> HooksConfig:
         """Add the builtin where ``settings: snapshot: true`` would (idempotent)."""

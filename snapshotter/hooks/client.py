@@ -16,8 +16,16 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
-_ENV_KEYS = ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "SNAPSHOTTER_DATA_DIR",
-             "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM", "PATH")
+_ENV_KEYS = (
+    "HOME",
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_HOME",
+    "SNAPSHOTTER_DATA_DIR",
+    "GIT_CONFIG_GLOBAL",
+    "GIT_CONFIG_SYSTEM",
+    "GIT_CONFIG_NOSYSTEM",
+    "PATH",
+)
 CLIENT_TIMEOUT_S = 55.0  # inside docker-agent's default 60 s hook timeout
 # How long a server may take to take an event on; past it the hook handles
 # the event itself, so one stuck event never holds other hooks up (issue 13.12).
@@ -67,10 +75,16 @@ def socket_file(data_dir: str | os.PathLike[str] | None) -> str | None:
     stamp = _newest_mtime(package)
     if stamp is None:
         return None
-    key = "\0".join([sys.prefix, os.path.realpath(sys.executable), package, str(stamp),
-                     data_dir_arg(data_dir),
-                     *(os.environ.get(k, "") for k in _ENV_KEYS)]).encode(
-                         "utf-8", "surrogateescape")
+    key = "\0".join(
+        [
+            sys.prefix,
+            os.path.realpath(sys.executable),
+            package,
+            str(stamp),
+            data_dir_arg(data_dir),
+            *(os.environ.get(k, "") for k in _ENV_KEYS),
+        ]
+    ).encode("utf-8", "surrogateescape")
     # Not a security boundary (the directory is private): a stable 64-bit name.
     name = f"{zlib.crc32(key):08x}{zlib.crc32(key[::-1]):08x}"
     runtime = os.environ.get("XDG_RUNTIME_DIR")
@@ -104,8 +118,12 @@ def _newest_mtime(package: str) -> int | None:
     return newest or None
 
 
-def send(path: str | os.PathLike[str], data_dir: str | os.PathLike[str] | None,
-         args: list[str], body: bytes) -> str | None:
+def send(
+    path: str | os.PathLike[str],
+    data_dir: str | os.PathLike[str] | None,
+    args: list[str],
+    body: bytes,
+) -> str | None:
     """Hand one event to the server; its error text, or None.
 
     Raises OSError when this process must handle the event itself: no server
@@ -153,10 +171,14 @@ def stop(path: str | os.PathLike[str]) -> None:
 def start(path: str | os.PathLike[str]) -> None:
     """Start a server in the background; it outlives this process."""
     import subprocess  # only on this rare path: the hook's start-up stays lean
+
     subprocess.Popen(
         [sys.executable, "-m", "snapshotter.hooks.server", os.fspath(path)],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True, close_fds=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        close_fds=True,
     )
 
 

@@ -123,7 +123,8 @@ def _handle(raw: bytes, data_dir: Path, args: list[str]) -> None:
 
 def _fields(exc: ValidationError) -> str:
     """``session_id: Input should be a valid string; cwd: ...`` (the first three)."""
-    found = [f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']}"
-             for e in exc.errors()[:3]]
+    found = [
+        f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']}" for e in exc.errors()[:3]
+    ]
     more = exc.error_count() - len(found)
     return "; ".join(found) + (f" (and {more} more)" if more > 0 else "")

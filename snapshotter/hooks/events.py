@@ -25,8 +25,15 @@ PATH_KEYS = ("file_path", "notebook_path", "path")  # and "paths", a list
 
 USER_PROMPT_SUBMIT = "user_prompt_submit"  # docker-agent's: read for the turn's label only
 
-SNAPSHOT_EVENTS = (SESSION_START, TURN_START, TURN_END, PRE_TOOL_USE, POST_TOOL_USE, SESSION_END,
-                   USER_PROMPT_SUBMIT)
+SNAPSHOT_EVENTS = (
+    SESSION_START,
+    TURN_START,
+    TURN_END,
+    PRE_TOOL_USE,
+    POST_TOOL_USE,
+    SESSION_END,
+    USER_PROMPT_SUBMIT,
+)
 TOOL_EVENTS = (PRE_TOOL_USE, POST_TOOL_USE, PERMISSION_REQUEST)
 
 CLAUDE_EVENTS = {

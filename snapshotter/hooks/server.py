@@ -156,6 +156,7 @@ def _run(sock_path: Path) -> None:
 
 def _exit_on_signals() -> None:
     """SIGTERM and SIGHUP unwind through ``finally`` like any exit, not around it."""
+
     def leave(signum: int, _frame: FrameType | None) -> None:
         raise SystemExit(128 + signum)
 

@@ -52,10 +52,15 @@ class FileDiff:
 
     def as_json(self) -> dict[str, object]:
         """Line counts are null for a binary file: its sizes say how it changed."""
-        return {"path": encode(self.path), "status": self.status, "binary": self.binary,
-                "added": None if self.binary else self.added,
-                "removed": None if self.binary else self.removed,
-                "old_size": self.old_size, "new_size": self.new_size}
+        return {
+            "path": encode(self.path),
+            "status": self.status,
+            "binary": self.binary,
+            "added": None if self.binary else self.added,
+            "removed": None if self.binary else self.removed,
+            "old_size": self.old_size,
+            "new_size": self.new_size,
+        }
 
 
 def file_diffs(
@@ -74,8 +79,9 @@ def file_diffs(
         new = None if status == "deleted" else patch.new_size
         prior = found.get(path)
         if prior is None:
-            found[path] = FileDiff(path, status, bool(delta.binary), adds, dels, old, new,
-                                   [patch.data])
+            found[path] = FileDiff(
+                path, status, bool(delta.binary), adds, dels, old, new, [patch.data]
+            )
             continue
         # The second half of a type change: one modified path, both patches.
         prior.status = "modified"
@@ -88,7 +94,6 @@ def file_diffs(
     return list(found.values())
 
 
-
 def _only(paths: Collection[str] | None) -> Callable[[str], bool]:
     return (lambda _: True) if paths is None else paths.__contains__
 
@@ -98,9 +103,7 @@ def diff_text(store: Store, before: str, after: str, paths: Collection[str] | No
     return patch_text(file_diffs(store, before, after, _only(paths))).decode(errors="replace")
 
 
-def diff_stat(
-    store: Store, before: str, after: str, paths: Collection[str] | None = None
-) -> str:
+def diff_stat(store: Store, before: str, after: str, paths: Collection[str] | None = None) -> str:
     """``git diff --stat`` lines, laid out for 80 columns."""
     return stat_text(file_diffs(store, before, after, _only(paths))).decode(errors="replace")
 
@@ -168,8 +171,7 @@ class _StatLayout:
     def fit(cls, diffs: list[FileDiff], names: list[str], width: int) -> _StatLayout:
         max_len = max(_columns(n) for n in names)
         max_change = max((d.added + d.removed for d in diffs if not d.binary), default=0)
-        bins = [14 + _digits(d.new_size or 0) + _digits(d.old_size or 0)
-                for d in diffs if d.binary]
+        bins = [14 + _digits(d.new_size or 0) + _digits(d.old_size or 0) for d in diffs if d.binary]
         bin_width = max(bins, default=0)
         number_width = max(_digits(max_change), 3 if bins else 0)
         width = max(width, 16 + 6 + number_width)  # git: room for a 6-column graph at least
@@ -191,13 +193,17 @@ class _StatLayout:
             sizes = (d.old_size or 0, d.new_size or 0)
             if sizes == (0, 0):
                 return f"{head}{'Bin':>{self.number_width}}"
-            return (f"{head}{'Bin':>{self.number_width}} {old_c}{sizes[0]}{reset} -> "
-                    f"{new_c}{sizes[1]}{reset} bytes")
+            return (
+                f"{head}{'Bin':>{self.number_width}} {old_c}{sizes[0]}{reset} -> "
+                f"{new_c}{sizes[1]}{reset} bytes"
+            )
         add, dels = self._graph(d.added, d.removed)
         total = d.added + d.removed
-        return (f"{head}{total:>{self.number_width}}{' ' if total else ''}"
-                f"{new_c + '+' * add + reset if add else ''}"
-                f"{old_c + '-' * dels + reset if dels else ''}")
+        return (
+            f"{head}{total:>{self.number_width}}{' ' if total else ''}"
+            f"{new_c + '+' * add + reset if add else ''}"
+            f"{old_c + '-' * dels + reset if dels else ''}"
+        )
 
     def _name(self, name: str) -> str:
         """``name`` padded to the column; too long, cut at a ``/`` after ``...``."""
@@ -243,10 +249,15 @@ def _digits(n: int) -> int:
 
 def _columns(text: str) -> int:
     """Terminal columns ``text`` takes: wide East Asian characters two, combining none."""
-    return sum(0 if unicodedata.combining(ch) else
-               2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1 for ch in text)
+    return sum(
+        0
+        if unicodedata.combining(ch)
+        else 2
+        if unicodedata.east_asian_width(ch) in ("W", "F")
+        else 1
+        for ch in text
+    )
 
 
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
-

@@ -126,8 +126,11 @@ class _Pack:
     def dead_bytes(self, live: set[bytes]) -> int:
         """Bytes of the entries no live tree reaches (each entry ends where the next starts)."""
         ends = [offset for offset, _oid, _crc in self.entries[1:]] + [self.size - 20]
-        return sum(end - offset for (offset, oid, _crc), end in zip(self.entries, ends, strict=True)
-                   if oid not in live)
+        return sum(
+            end - offset
+            for (offset, oid, _crc), end in zip(self.entries, ends, strict=True)
+            if oid not in live
+        )
 
 
 @dataclass
@@ -158,8 +161,7 @@ def read_plan(store: Store, trees: set[str]) -> _Plan:
     """What a pass works from: the live trees given (read under the store lock) and the
     store's packs, loose objects and shared files."""
     objects = store.root / "git" / "objects"
-    return _Plan(trees, _own_packs(objects), _loose_objects(objects),
-                 _shared_files(objects))
+    return _Plan(trees, _own_packs(objects), _loose_objects(objects), _shared_files(objects))
 
 
 def _own_packs(objects: Path) -> list[_Pack]:
@@ -178,9 +180,11 @@ def _own_packs(objects: Path) -> list[_Pack]:
             continue
         if entries is None or not entries:
             continue
-        files = [pack_dir / name] + [pack_dir / n for n in names
-                                     if n != name and n.rpartition(".")[0] == stem
-                                     and PACK_FILE.match(n)]
+        files = [pack_dir / name] + [
+            pack_dir / n
+            for n in names
+            if n != name and n.rpartition(".")[0] == stem and PACK_FILE.match(n)
+        ]
         found.append(_Pack(files, entries, size))
     return found
 
@@ -223,7 +227,7 @@ def _job(plan: _Plan, live: set[bytes], share: float) -> _Job:
     rest = sorted((p for p in plan.packs if p not in garbage), key=lambda p: len(p.entries))
     packs = garbage + rest[: _rolled([len(p.entries) for p in rest], new)]
     stays = set(shared)
-    for kept in rest[len(packs) - len(garbage):]:
+    for kept in rest[len(packs) - len(garbage) :]:
         stays |= kept.ids
     wanted = loose_ids & mine
     for pack in packs:
@@ -249,8 +253,9 @@ def estimate(store: Store, plan: _Plan, share: float, report: Compaction) -> Non
     report.bytes_after = report.bytes_before - _freed_estimate(job, live)
 
 
-def compact_pass(store: Store, report: Compaction, share: float, live: LiveTrees,
-                 plan: _Plan | None = None) -> None:
+def compact_pass(
+    store: Store, report: Compaction, share: float, live: LiveTrees, plan: _Plan | None = None
+) -> None:
     """One new pack of what is new and of the packs worth rewriting; then the old files go.
 
     ``plan``: what was read under the store lock, if it was just read. The
@@ -305,8 +310,9 @@ def _move_in(work: Path, pack_dir: Path) -> set[str]:
     return names
 
 
-def _still_needed(store: Store, plan: _Plan, job: _Job, packed: set[bytes],
-                  live: LiveTrees) -> set[Path]:
+def _still_needed(
+    store: Store, plan: _Plan, job: _Job, packed: set[bytes], live: LiveTrees
+) -> set[Path]:
     """Files about to go that hold objects which became live while the pack was written.
 
     A capture meanwhile may name an old object again without writing it (the
@@ -331,15 +337,21 @@ def _delete_old(job: _Job, keep: set[Path], new_names: set[str]) -> None:
     # One pack at a time, .idx first: a kill leaves at most one lone .pack,
     # which is invisible to readers and cleaned on the next open.
     packs = [p.files for p in job.packs]
-    packs += [sorted(s.files, key=lambda p: p.suffix != ".idx") for s in job.unused
-              if s.files[0].parent.name == "pack"]
+    packs += [
+        sorted(s.files, key=lambda p: p.suffix != ".idx")
+        for s in job.unused
+        if s.files[0].parent.name == "pack"
+    ]
     for files in packs:
         for path in files:
             if path.name not in new_names and path not in keep:
                 path.unlink(missing_ok=True)
     loose = [p for p in job.loose if p not in keep]
-    loose += [s.files[0] for s in job.unused
-              if s.files[0].parent.name != "pack" and s.files[0] not in keep]
+    loose += [
+        s.files[0]
+        for s in job.unused
+        if s.files[0].parent.name != "pack" and s.files[0] not in keep
+    ]
     _drop_loose(loose)
 
 
@@ -385,8 +397,9 @@ def _write_pack(store: Store, job: _Job, work: Path) -> int:
     """The job's wanted objects as one pack in ``work``; returns the count."""
     loose = sorted(oid for oid in map(_loose_id, job.loose) if oid in job.wanted)
     try:
-        return packwriter.copy_pack(work, [(p.pack, job.wanted) for p in job.packs], loose,
-                                    store.objects.read)
+        return packwriter.copy_pack(
+            work, [(p.pack, job.wanted) for p in job.packs], loose, store.objects.read
+        )
     except (ObjectError, KeyError, ValueError) as exc:
         raise StoreError(f"gc stopped, nothing deleted: {exc}") from exc
 

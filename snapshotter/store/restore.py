@@ -128,8 +128,7 @@ def current(root: Path, rel: str) -> Entry | None:
     return (mode, hash_file(path))
 
 
-def _changed_since(store: Store, root: Path, rel: str, target: Entry | None,
-                   safety: str) -> bool:
+def _changed_since(store: Store, root: Path, rel: str, target: Entry | None, safety: str) -> bool:
     """Neither as ``safety`` has it (not yet restored) nor as ``target`` (done)."""
     now = current(root, rel)
     return now != target and now != store.entry(safety, rel)
@@ -239,8 +238,9 @@ def _write(store: Store, root: Path, rel: str, target: Entry, temp: str | None) 
     mode, oid = target
     if _matches(store, path, st, target):
         return False
-    same_kind = st is not None and mode != MODE_LINK and git_mode(st.st_mode) in (
-        MODE_EXEC, MODE_FILE)
+    same_kind = (
+        st is not None and mode != MODE_LINK and git_mode(st.st_mode) in (MODE_EXEC, MODE_FILE)
+    )
     if same_kind and hash_file(path) == oid:  # only the exec bit differs: flip it in place
         os.chmod(path, _file_mode(mode))
         return True

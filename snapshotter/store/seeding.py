@@ -131,8 +131,12 @@ def racy_ids(
     found: dict[str, bytes] = {}
     for entry in entries:
         st = stale.get(entry.path)
-        if (st is not None and entry.mtime_s >= index_mtime_s and st[0] != MODE_LINK
-                and _matches(entry, st)):
+        if (
+            st is not None
+            and entry.mtime_s >= index_mtime_s
+            and st[0] != MODE_LINK
+            and _matches(entry, st)
+        ):
             found[entry.path] = entry.oid
     return found
 
@@ -197,8 +201,9 @@ def _matches(entry: IndexEntry, st: Stat) -> bool:
 CONTENT_ATTRIBUTES = ("filter", "ident", "working-tree-encoding")
 
 
-def content_converted(worktree: Worktree, entries: list[IndexEntry],
-                      paths: Collection[str]) -> set[str]:
+def content_converted(
+    worktree: Worktree, entries: list[IndexEntry], paths: Collection[str]
+) -> set[str]:
     """The ``paths`` a content-converting attribute applies to.
 
     Read as ``git add`` reads them (each directory's ``.gitattributes`` in
@@ -224,8 +229,14 @@ def content_converted(worktree: Worktree, entries: list[IndexEntry],
             then[d] = before
     info, global_, system, icase = _common_rules(worktree)
     variants = [
-        attributes.AttributeRules(wanted=CONTENT_ATTRIBUTES, per_dir=per_dir, info=info,
-                                  global_=global_, system=system, icase=icase)
+        attributes.AttributeRules(
+            wanted=CONTENT_ATTRIBUTES,
+            per_dir=per_dir,
+            info=info,
+            global_=global_,
+            system=system,
+            icase=icase,
+        )
         for per_dir in ((here, then) if here != then else (here,))
     ]
     variants = [rules for rules in variants if rules.says_anything()]
@@ -236,9 +247,12 @@ def content_converted(worktree: Worktree, entries: list[IndexEntry],
 
 def _converts(found: Mapping[str, attributes.State]) -> bool:
     encoding = found.get("working-tree-encoding")
-    return (isinstance(found.get("filter"), str) or found.get("ident") is True
-            or encoding is True
-            or (isinstance(encoding, str) and encoding.lower() not in ("", "utf-8")))
+    return (
+        isinstance(found.get("filter"), str)
+        or found.get("ident") is True
+        or encoding is True
+        or (isinstance(encoding, str) and encoding.lower() not in ("", "utf-8"))
+    )
 
 
 def _read_attributes(root: Path, rel: str) -> tuple[bytes | None, bool]:
@@ -274,8 +288,7 @@ def _common_rules(worktree: Worktree) -> tuple[bytes | None, bytes | None, bytes
     if configured:
         global_file = worktree.root / os.path.expanduser(configured)
     else:
-        xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"),
-                                                                ".config")
+        xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
         global_file = Path(xdg) / "git" / "attributes"
     return (
         read_rule_file(worktree.common_dir / "info" / "attributes")[0],

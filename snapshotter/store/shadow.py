@@ -87,7 +87,6 @@ def store_key(root: Path) -> str:
     return str(xxhash.xxh3_64_hexdigest(os.fsencode(str(root))))
 
 
-
 def all_store_roots(data_dir: Path) -> list[Path]:
     """Every store directory in the data directory."""
     base = stores_dir(data_dir)
@@ -128,7 +127,11 @@ class Store:
 
     @classmethod
     def open(
-        cls, data_dir: Path, worktree: Worktree, *, create: bool = True,
+        cls,
+        data_dir: Path,
+        worktree: Worktree,
+        *,
+        create: bool = True,
         recover: Callable[[Store], None] | None = None,
     ) -> Store | None:
         """The store of ``worktree``; None when it does not exist and ``create`` is off.
@@ -186,7 +189,10 @@ class Store:
     # -- capture ---------------------------------------------------------
 
     def capture(
-        self, max_new_file_size: int, excluded: frozenset[str], max_files: int | None = None,
+        self,
+        max_new_file_size: int,
+        excluded: frozenset[str],
+        max_files: int | None = None,
         guard: bool = True,
     ) -> Capture:
         """Snapshot the worktree's scope; raises CaptureFailed rather than go stale.
@@ -233,8 +239,11 @@ class Store:
             return False
         except (OSError, ValueError):
             return True  # damaged: dropped once a capture goes through
-        if (isinstance(data, dict) and data.get("key") == self._refusal_key(max_files)
-                and time.time() - float(data.get("at", 0)) < REFUSAL_TTL_S):
+        if (
+            isinstance(data, dict)
+            and data.get("key") == self._refusal_key(max_files)
+            and time.time() - float(data.get("at", 0)) < REFUSAL_TTL_S
+        ):
             raise Refused(str(data.get("why", "refused")))
         return True
 
@@ -243,8 +252,9 @@ class Store:
         with contextlib.suppress(OSError):
             write_atomic(self.root / REFUSED, json.dumps(record).encode())
 
-    def _capture(self, limit: int, excluded: frozenset[str], max_files: int | None,
-                 guard: bool = True) -> Capture:
+    def _capture(
+        self, limit: int, excluded: frozenset[str], max_files: int | None, guard: bool = True
+    ) -> Capture:
         """The capture pipeline, one named step each (the store lock is held)."""
         # A killed restore's temp files are not special here (#13.4: a user's file
         # may look like one): the journal names them and recovery removes them.
@@ -267,13 +277,18 @@ class Store:
             stat_cache.save(self.root / "manifest", new)
         if watched is not None and not result.nested and len(result.linked) <= MAX_LINKED:
             # Nested repositories have rule files of their own: those always walk.
-            watched.watcher.remember(key, watch.Remembered(watched.files, watched.env, tree,
-                                                           result))
+            watched.watcher.remember(
+                key, watch.Remembered(watched.files, watched.env, tree, result)
+            )
         return Capture(tree, result.skipped, started)
 
-    def _hash_stale(self, stale: list[tuple[str, Stat, stat_cache.Entry | None]],
-                    result: ScanResult, started: int, entries: dict[str, stat_cache.Entry]
-                    ) -> tuple[dict[str, stat_cache.Entry], int]:
+    def _hash_stale(
+        self,
+        stale: list[tuple[str, Stat, stat_cache.Entry | None]],
+        result: ScanResult,
+        started: int,
+        entries: dict[str, stat_cache.Entry],
+    ) -> tuple[dict[str, stat_cache.Entry], int]:
         """Blob ids for the files whose stat data moved: seeded or packed in bulk,
         else one by one. Adds them to ``entries``; (what changed, loose objects written)."""
         known = self._many_ids(stale)
@@ -292,16 +307,18 @@ class Store:
                 changed[rel] = entry
         return changed, written
 
-    def _keep_out_of_scope(self, old: stat_cache.Manifest,
-                           entries: dict[str, stat_cache.Entry]) -> None:
+    def _keep_out_of_scope(
+        self, old: stat_cache.Manifest, entries: dict[str, stat_cache.Entry]
+    ) -> None:
         """A scoped capture walks its subtree only: the rest stays as last captured."""
         if self.worktree.scope:
             for rel, entry in old.entries.items():
                 if not self.worktree.in_scope(rel):
                     entries[rel] = entry
 
-    def _trees(self, old: stat_cache.Manifest, entries: dict[str, stat_cache.Entry],
-               paths: list[str]) -> tuple[str, dict[str, bytes], int]:
+    def _trees(
+        self, old: stat_cache.Manifest, entries: dict[str, stat_cache.Entry], paths: list[str]
+    ) -> tuple[str, dict[str, bytes], int]:
         """The root tree of ``entries``: the last one when nothing moved, else rebuilt
         above ``paths``; (root tree, directory → tree id, loose objects written)."""
         if old.tree is not None and not paths and old.trees and self._has(old.tree):
@@ -323,20 +340,41 @@ class Store:
         files = self._rule_files()
         return _Watched(watcher, None, files, _signature(files))  # stat data before the walk
 
-    def _walk(self, watched: _Watched | None, old: stat_cache.Manifest, limit: int,
-              excluded: frozenset[str], max_files: int | None, guard: bool) -> ScanResult:
+    def _walk(
+        self,
+        watched: _Watched | None,
+        old: stat_cache.Manifest,
+        limit: int,
+        excluded: frozenset[str],
+        max_files: int | None,
+        guard: bool,
+    ) -> ScanResult:
         """Only the directories the watcher saw change, if it can say; else everything."""
         on_dir = watched.watcher.watch_dir if watched is not None else None
         if watched is not None and watched.last is not None:
             changed_dirs = {watched.watcher.relative(d) for d in watched.last.dirty}
-            result = rescan(self.worktree, watched.last.scan, changed_dirs, previous=old.entries,
-                            max_new_file_size=limit, excluded=excluded, max_files=max_files,
-                            on_dir=on_dir)
+            result = rescan(
+                self.worktree,
+                watched.last.scan,
+                changed_dirs,
+                previous=old.entries,
+                max_new_file_size=limit,
+                excluded=excluded,
+                max_files=max_files,
+                on_dir=on_dir,
+            )
             if result is not None:
                 return result
-        return scan(self.worktree, previous=old.entries, max_new_file_size=limit,
-                    excluded=excluded, index_cache=self.root / "source-index.cache",
-                    max_files=max_files, on_dir=on_dir, guard=guard)
+        return scan(
+            self.worktree,
+            previous=old.entries,
+            max_new_file_size=limit,
+            excluded=excluded,
+            index_cache=self.root / "source-index.cache",
+            max_files=max_files,
+            on_dir=on_dir,
+            guard=guard,
+        )
 
     def _many_ids(self, stale: Sequence[tuple[str, Stat, object]]) -> dict[str, bytes]:
         """Blob ids for a large batch: from the source index where git vouches, else packed."""
@@ -390,14 +428,17 @@ class Store:
         """Files outside the walked directories that decide what a walk keeps."""
         tree = self.worktree
         configured = config_value(tree.common_dir, "core.excludesFile")
-        return tuple(str(p) for p in (
-            tree.git_dir / "index",
-            tree.common_dir / "info" / "exclude",
-            # The config files git reads (GIT_CONFIG_GLOBAL and the rest): they
-            # name the excludes file and set core.ignorecase.
-            *(path for _level, path in config_files(tree.common_dir)),
-            tree.root / global_excludes_file(configured),
-        ))
+        return tuple(
+            str(p)
+            for p in (
+                tree.git_dir / "index",
+                tree.common_dir / "info" / "exclude",
+                # The config files git reads (GIT_CONFIG_GLOBAL and the rest): they
+                # name the excludes file and set core.ignorecase.
+                *(path for _level, path in config_files(tree.common_dir)),
+                tree.root / global_excludes_file(configured),
+            )
+        )
 
     def _bulk(self, stale: Sequence[tuple[str, Stat, object]]) -> dict[str, bytes]:
         """Blob ids for many files at once, written as one pack, not loose objects.
@@ -500,7 +541,8 @@ class Store:
         """
 
         incremental = (
-            old.tree is not None and old.trees.get("") == bytes.fromhex(old.tree)
+            old.tree is not None
+            and old.trees.get("") == bytes.fromhex(old.tree)
             and self._has(old.tree)
         )
         if incremental:
@@ -540,8 +582,9 @@ class Store:
         rebuild them all.
         """
         try:
-            return treebuild.edit(base, changes, self._tree_items,
-                                  lambda data: self.put(TREE, data))
+            return treebuild.edit(
+                base, changes, self._tree_items, lambda data: self.put(TREE, data)
+            )
         except (ObjectError, OSError) as exc:
             raise StoreError(f"cannot write to the store {self.root}: {_why(exc)}") from exc
 
@@ -599,15 +642,15 @@ class Store:
                 if st is None or not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
                     continue  # nothing there (a directory is left alone by restores)
                 if stat.S_ISLNK(st.st_mode):
-                    found[rel] = (MODE_LINK, self.put(BLOB,
-                                                      os.fsencode(os.readlink(path))))
+                    found[rel] = (MODE_LINK, self.put(BLOB, os.fsencode(os.readlink(path))))
                 else:
                     found[rel] = (git_mode(st.st_mode) or MODE_FILE, self.put_file(path))
             except FileNotFoundError:
                 continue
             except (OSError, ObjectError) as exc:
-                raise StoreError(f"cannot keep a copy of {rel} ({_why(exc)}), "
-                                 "so it is not touched") from exc
+                raise StoreError(
+                    f"cannot keep a copy of {rel} ({_why(exc)}), so it is not touched"
+                ) from exc
         return self.edit_tree(tree, found) if found else tree
 
     def _reachable(self, rel: str) -> str | None:
@@ -626,10 +669,9 @@ class Store:
         return self.objects.blob(raw)
 
 
-
-def _reuse_unchanged(old: stat_cache.Manifest, result: ScanResult
-                     ) -> tuple[dict[str, stat_cache.Entry], list[tuple[str, Stat,
-                                                                   stat_cache.Entry | None]]]:
+def _reuse_unchanged(
+    old: stat_cache.Manifest, result: ScanResult
+) -> tuple[dict[str, stat_cache.Entry], list[tuple[str, Stat, stat_cache.Entry | None]]]:
     """Entries whose stat data still matches the cache (trusted without a read), and the
     rest as (path, stat data now, cached entry or None): those are hashed."""
     entries: dict[str, stat_cache.Entry] = {}
@@ -658,7 +700,6 @@ def _signature(paths: tuple[str, ...]) -> tuple[tuple[int, ...] | None, ...]:
 
 def _why(exc: BaseException) -> str:
     return str(getattr(exc, "strerror", None) or exc)
-
 
 
 def _readable(path: str) -> bool | None:
@@ -696,7 +737,10 @@ def read_stable(path: str) -> bytes | None:
 
 def _unchanged(before: os.stat_result, after: os.stat_result) -> bool:
     return (before.st_size, before.st_mtime_ns, before.st_ctime_ns) == (
-        after.st_size, after.st_mtime_ns, after.st_ctime_ns)
+        after.st_size,
+        after.st_mtime_ns,
+        after.st_ctime_ns,
+    )
 
 
 def _stat_key(path: str) -> tuple[int, int, int, int] | None:

@@ -49,8 +49,9 @@ def load(path: Path) -> Manifest:
         if not isinstance(data, dict) or data.get("version") != VERSION:
             return Manifest()
         # A manifest without "trees" (an older one) costs one full tree build.
-        return Manifest(data["tree"], data["entries"], dict(data.get("trees") or {}),
-                        int(data.get("loose", 0)))
+        return Manifest(
+            data["tree"], data["entries"], dict(data.get("trees") or {}), int(data.get("loose", 0))
+        )
     except (OSError, EOFError, ValueError, TypeError, KeyError):
         return Manifest()
 

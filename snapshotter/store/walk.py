@@ -117,8 +117,9 @@ def rescan(
     directory has become a repository of its own: walk everything then.
     """
     scope = tree.scope
-    if scope and any(d not in last.dirs and (not d or scope.startswith(d + "/"))
-                     for d in changed_dirs):
+    if scope and any(
+        d not in last.dirs and (not d or scope.startswith(d + "/")) for d in changed_dirs
+    ):
         return None  # above the scope: the scope directory itself may have come or gone
     redo = {d for d in changed_dirs if d in last.dirs}
     walker = _Walker(tree, previous, max_new_file_size, excluded)
@@ -299,8 +300,11 @@ class _Walker:
         if mode is None:
             self._skip(rel, "not a regular file or symlink")
             return
-        if mode != MODE_LINK and not tracked and rel not in self.previous and (
-            st.st_size > self.limit
+        if (
+            mode != MODE_LINK
+            and not tracked
+            and rel not in self.previous
+            and (st.st_size > self.limit)
         ):
             self.result.skipped[rel] = Skip(
                 rel, f"new file larger than {self.limit} bytes", st.st_size, st.st_mtime_ns
@@ -317,10 +321,14 @@ class _Walker:
                 self._guard()
 
     def _guard(self) -> None:
-        if (self.untracked >= UNTRACKED_GUARD
-                and self.untracked > UNTRACKED_RATIO * self.tracked_total):
-            raise NotAProject(f"{display(self.root)} holds over {self.untracked:,} untracked "
-                              f"files against {self.tracked_total:,} tracked ones")
+        if (
+            self.untracked >= UNTRACKED_GUARD
+            and self.untracked > UNTRACKED_RATIO * self.tracked_total
+        ):
+            raise NotAProject(
+                f"{display(self.root)} holds over {self.untracked:,} untracked "
+                f"files against {self.tracked_total:,} tracked ones"
+            )
 
     def _skip(self, rel: str, reason: str) -> None:
         self.result.skipped[rel] = Skip(rel, reason)

@@ -61,16 +61,39 @@ _IN_DONT_FOLLOW = 0x2000000
 _IN_NONBLOCK = os.O_NONBLOCK
 _IN_CLOEXEC = 0o2000000
 _MASK = (
-    _IN_MODIFY | _IN_ATTRIB | _IN_CLOSE_WRITE | _IN_MOVED_FROM | _IN_MOVED_TO | _IN_CREATE
-    | _IN_DELETE | _IN_DELETE_SELF | _IN_MOVE_SELF | _IN_ONLYDIR | _IN_DONT_FOLLOW
+    _IN_MODIFY
+    | _IN_ATTRIB
+    | _IN_CLOSE_WRITE
+    | _IN_MOVED_FROM
+    | _IN_MOVED_TO
+    | _IN_CREATE
+    | _IN_DELETE
+    | _IN_DELETE_SELF
+    | _IN_MOVE_SELF
+    | _IN_ONLYDIR
+    | _IN_DONT_FOLLOW
 )
 _EVENT = struct.Struct("iIII")  # wd, mask, cookie, name length (name bytes follow)
 
 # Filesystems whose changes, from any process on this machine, reach inotify.
-LOCAL_FILESYSTEMS = frozenset({
-    "ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "f2fs", "zfs", "overlay", "jfs",
-    "reiserfs", "bcachefs", "ramfs", "nilfs2",
-})
+LOCAL_FILESYSTEMS = frozenset(
+    {
+        "ext2",
+        "ext3",
+        "ext4",
+        "xfs",
+        "btrfs",
+        "tmpfs",
+        "f2fs",
+        "zfs",
+        "overlay",
+        "jfs",
+        "reiserfs",
+        "bcachefs",
+        "ramfs",
+        "nilfs2",
+    }
+)
 MAX_WATCHERS = 8  # one inotify instance each; the kernel allows 128 per user
 MAX_REMEMBERED = 4  # walks kept per worktree (one per scope and settings)
 RACY_WINDOW_NS = 50_000_000  # as store.RACY_WINDOW_NS (which imports this module)

@@ -47,8 +47,7 @@ class Workspace:
             return self
         worktree = dataclasses.replace(self.worktree, scope=scope)
         store = Store(self.store.root, worktree, lock=self.store.locked())
-        return type(self)(worktree, store, self.max_new_file_size, self.max_files,
-                          guard=self.guard)
+        return type(self)(worktree, store, self.max_new_file_size, self.max_files, guard=self.guard)
 
     def unguarded(self) -> Workspace:
         """All of the worktree, with no file cap and no home-directory guard.
@@ -57,8 +56,9 @@ class Workspace:
         and it must hold every path the restore may touch.
         """
         whole = self.with_scope("")
-        return Workspace(whole.worktree, whole.store, whole.max_new_file_size, max_files=None,
-                         guard=False)
+        return Workspace(
+            whole.worktree, whole.store, whole.max_new_file_size, max_files=None, guard=False
+        )
 
     @property
     def root(self) -> Path:
@@ -71,8 +71,9 @@ class Workspace:
 
     def capture(self) -> Capture:
         """Snapshot the worktree now: its tree id, and the files it had to skip."""
-        return self.store.capture(self.max_new_file_size, self._excluded, self.max_files,
-                                  self.guard)
+        return self.store.capture(
+            self.max_new_file_size, self._excluded, self.max_files, self.guard
+        )
 
     def changes(self, before: str, after: str | None = None) -> list[FileChange]:
         """Changed files in scope from ``before`` to ``after`` (default: now)."""
@@ -99,4 +100,3 @@ class Workspace:
     def entry(self, tree: str, rel: str) -> Entry | None:
         """(git file mode, raw blob id) of ``rel`` in ``tree``; None if absent or a directory."""
         return self.store.entry(tree, rel)
-
