@@ -37,12 +37,7 @@ def _hook_args(args: list[str]) -> tuple[str | None, list[str], list[str]] | Non
 
     None for any other command, and for ``hook --help``: click handles those.
     """
-    data_dir_opt = None
-    rest = list(args)
-    if rest[:1] == ["--data-dir"] and len(rest) >= 2:
-        data_dir_opt, rest = rest[1], rest[2:]
-    elif rest and rest[0].startswith("--data-dir="):
-        data_dir_opt, rest = rest[0].split("=", 1)[1], rest[1:]
+    data_dir_opt, rest = data_dir_option(args)
     if rest[:1] != ["hook"]:
         return None
     builtin_args: list[str] = []
@@ -61,3 +56,17 @@ def _hook_args(args: list[str]) -> tuple[str | None, list[str], list[str]] | Non
             unknown.append(tail[0])
             tail = tail[1:]
     return data_dir_opt, builtin_args, unknown
+
+
+def data_dir_option(args: list[str]) -> tuple[str | None, list[str]]:
+    """A leading ``--data-dir DIR`` (or ``--data-dir=DIR``), and the arguments after it.
+
+    Read without click: by the hook's fast path, and by the error handler,
+    which logs a crash to the data directory the user named.
+    """
+    rest = list(args)
+    if rest[:1] == ["--data-dir"] and len(rest) >= 2:
+        return rest[1], rest[2:]
+    if rest and rest[0].startswith("--data-dir="):
+        return rest[0].split("=", 1)[1], rest[1:]
+    return None, rest

@@ -119,11 +119,12 @@ def _log_internal_error(global_args: list[str]) -> str:
     """Append the traceback of an unexpected bug to the data directory's log; where it went."""
     import traceback
 
+    from snapshotter.cli.launcher import data_dir_option
     from snapshotter.config import data_dir, stores_dir
 
-    explicit = next((a.split("=", 1)[1] for a in global_args if a.startswith("--data-dir=")), None)
-    if "--data-dir" in global_args[:-1]:
-        explicit = global_args[global_args.index("--data-dir") + 1]
+    # The global options may come in any order: the first --data-dir among them counts.
+    found = (data_dir_option(global_args[i:])[0] for i in range(len(global_args)))
+    explicit = next((d for d in found if d is not None), None)
     try:
         path = stores_dir(data_dir(explicit)) / "errors.log"
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
