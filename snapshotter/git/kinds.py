@@ -1,7 +1,9 @@
 """Git's object kinds, file modes and id types: one definition each.
 
-Object ids travel as ``RawId`` (20 raw bytes: trees, packs and the stat
-cache hold them so) and as ``HexId`` where records and the CLI name a tree.
+An object id is an ``ObjectId``: its raw bytes (20; 32 in a SHA-256
+source repository), as trees, packs, the index and the stat cache hold it.
+Records and the CLI name a tree by its hex digits (``str``), converted at the
+edges with ``.hex()`` and ``bytes.fromhex``.
 """
 
 from __future__ import annotations
@@ -9,8 +11,7 @@ from __future__ import annotations
 import stat
 from typing import NamedTuple, NewType
 
-RawId = NewType("RawId", bytes)
-HexId = NewType("HexId", str)
+ObjectId = NewType("ObjectId", bytes)
 
 TREE = 2  # git's object type numbers, as packs and libgit2 use them
 BLOB = 3
@@ -27,7 +28,7 @@ class Entry(NamedTuple):
     """A file in a tree: its git mode and raw blob id."""
 
     mode: int
-    oid: bytes
+    oid: ObjectId
 
 
 def git_mode(st_mode: int) -> int | None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from snapshotter.errors import StoreError
-from snapshotter.git.kinds import BLOB, EMPTY_TREE, MODE_GITLINK, MODE_TREE, Entry
+from snapshotter.git.kinds import BLOB, EMPTY_TREE, MODE_GITLINK, MODE_TREE, Entry, ObjectId
 
 if TYPE_CHECKING:
     import pygit2
@@ -37,21 +37,21 @@ def preload() -> None:
     import pygit2  # noqa: F401
 
 
-def hash_file(path: str | os.PathLike[str]) -> bytes:
+def hash_file(path: str | os.PathLike[str]) -> ObjectId:
     """The raw blob id of a file's bytes, as git would store them (no filters)."""
     import pygit2
 
     try:
-        return bytes(pygit2.hashfile(os.fspath(path)).raw)
+        return ObjectId(pygit2.hashfile(os.fspath(path)).raw)
     except pygit2.GitError as exc:
         raise ObjectError(f"cannot read {os.fspath(path)}: {exc}") from exc
 
 
-def hash_bytes(data: bytes) -> bytes:
+def hash_bytes(data: bytes) -> ObjectId:
     """The raw blob id of ``data``."""
     import pygit2
 
-    return bytes(pygit2.hash(data).raw)
+    return ObjectId(pygit2.hash(data).raw)
 
 
 def init_bare(git_dir: Path) -> None:
@@ -148,7 +148,9 @@ class ObjectDB:
         """name → (mode, raw id) of a stored tree; empty for the empty tree."""
         if tree == bytes.fromhex(EMPTY_TREE):
             return {}
-        return {e.raw_name or b"": Entry(int(e.filemode), e.id.raw) for e in self._tree(tree)}
+        return {
+            e.raw_name or b"": Entry(int(e.filemode), ObjectId(e.id.raw)) for e in self._tree(tree)
+        }
 
     def entry(self, tree: str, rel: str) -> Entry | None:
         """The file at ``rel`` in ``tree``; None when absent or a directory."""
@@ -157,7 +159,7 @@ class ObjectDB:
         except (KeyError, ValueError, ObjectError):
             return None
         mode = int(item.filemode)
-        return None if mode == MODE_TREE else Entry(mode, item.id.raw)
+        return None if mode == MODE_TREE else Entry(mode, ObjectId(item.id.raw))
 
     def files_under(self, tree: str, directory: str) -> list[str]:
         """Every file path below ``directory`` in ``tree`` (none if not a directory there)."""
@@ -225,7 +227,7 @@ class ObjectDB:
         except _git_error() as exc:
             raise ObjectError(f"cannot write object {oid.hex()}: {exc}") from exc
 
-    def write_file_streamed(self, path: str) -> bytes:
+    def write_file_streamed(self, path: str) -> ObjectId:
         """A file too big to hold in memory, streamed by libgit2, unless already stored."""
         import pygit2
 
@@ -235,7 +237,7 @@ class ObjectDB:
                 oid = self.repo.create_blob_fromdisk(path)
         except pygit2.GitError as exc:
             raise ObjectError(f"cannot store {path}: {exc}") from exc
-        return bytes(oid.raw)
+        return ObjectId(oid.raw)
 
     # -- comparing --------------------------------------------------------
 

@@ -21,6 +21,8 @@ import zlib
 from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 
+from snapshotter.git.kinds import ObjectId
+
 # Loose objects enough to be worth a pack of their own (about 40 one-file
 # checkpoints): a capture packs them from here, and so does session_end's gc.
 LOOSE_PACK_AT = 256
@@ -31,9 +33,10 @@ TEMP_PREFIX = "tmp_snapshotter_"
 PACK_FILE = re.compile(r"^pack-[0-9a-f]{40}\.(pack|idx|rev|keep)$")
 
 
-def object_id(kind: int, data: bytes) -> bytes:
+def object_id(kind: int, data: bytes) -> ObjectId:
+    """The id git gives an object of this kind and body (SHA-1)."""
     name = {1: b"commit", 2: b"tree", 3: b"blob", 4: b"tag"}[kind]
-    return hashlib.sha1(b"%s %d\0" % (name, len(data)) + data).digest()
+    return ObjectId(hashlib.sha1(b"%s %d\0" % (name, len(data)) + data).digest())
 
 
 def _header(kind: int, size: int) -> bytes:

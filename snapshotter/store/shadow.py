@@ -31,6 +31,7 @@ from snapshotter.git.kinds import (
     MODE_LINK,
     TREE,
     Entry,
+    ObjectId,
     git_mode,
 )
 from snapshotter.git.objects import ObjectDB, ObjectError, init_bare
@@ -593,7 +594,7 @@ class Store:
 
     # -- writing objects -------------------------------------------------
 
-    def put(self, kind: int, data: bytes) -> bytes:
+    def put(self, kind: int, data: bytes) -> ObjectId:
         """Write one object unless the store has it; its raw id.
 
         The check comes first because libgit2 "freshens" an object it already
@@ -605,7 +606,7 @@ class Store:
             self.objects.write(kind, data, oid)
         return oid
 
-    def put_file(self, path: str) -> bytes:
+    def put_file(self, path: str) -> ObjectId:
         """Write a regular file's blob (see ``put``); its raw id."""
 
         # Non-blocking and never through a link: a FIFO put there must not hang us.
@@ -618,7 +619,7 @@ class Store:
                 return self.put(BLOB, f.read())
         return self.put_streamed(path)
 
-    def put_streamed(self, path: str) -> bytes:
+    def put_streamed(self, path: str) -> ObjectId:
         """A file too big to hold in memory, streamed by libgit2 (see ``put``)."""
         return self.objects.write_file_streamed(path)
 
