@@ -15,7 +15,8 @@ from snapshotter.config import DEFAULT_MAX_FILES, DEFAULT_MAX_NEW_FILE_SIZE, dat
 from snapshotter.errors import NothingToDo, SnapshotterError
 from snapshotter.git.worktree import find_worktree
 from snapshotter.history.records import restore_pending
-from snapshotter.store.shadow import Store, all_store_roots
+from snapshotter.store.layout import all_store_roots
+from snapshotter.store.shadow import Store
 from snapshotter.store.workspace import Workspace
 
 if TYPE_CHECKING:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import sys
 
+from snapshotter.cli.argv import data_dir_option
+
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
@@ -56,17 +58,3 @@ def _hook_args(args: list[str]) -> tuple[str | None, list[str], list[str]] | Non
             unknown.append(tail[0])
             tail = tail[1:]
     return data_dir_opt, builtin_args, unknown
-
-
-def data_dir_option(args: list[str]) -> tuple[str | None, list[str]]:
-    """A leading ``--data-dir DIR`` (or ``--data-dir=DIR``), and the arguments after it.
-
-    Read without click: by the hook's fast path, and by the error handler,
-    which logs a crash to the data directory the user named.
-    """
-    rest = list(args)
-    if rest[:1] == ["--data-dir"] and len(rest) >= 2:
-        return rest[1], rest[2:]
-    if rest and rest[0].startswith("--data-dir="):
-        return rest[0].split("=", 1)[1], rest[1:]
-    return None, rest

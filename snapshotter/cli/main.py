@@ -119,7 +119,7 @@ def _log_internal_error(global_args: list[str]) -> str:
     """Append the traceback of an unexpected bug to the data directory's log; where it went."""
     import traceback
 
-    from snapshotter.cli.launcher import data_dir_option
+    from snapshotter.cli.argv import data_dir_option
     from snapshotter.config import data_dir, stores_dir
 
     # The global options may come in any order: the first --data-dir among them counts.

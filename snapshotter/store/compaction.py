@@ -45,14 +45,16 @@ import re
 import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from snapshotter.errors import StoreError
 from snapshotter.git import packs as packwriter
-from snapshotter.git.objects import ObjectError
+from snapshotter.git.objects import ObjectDB, ObjectError
 from snapshotter.git.packs import PACK_FILE, clean_pack_dir
-from snapshotter.store.shadow import Store, all_store_roots, file_lock
+from snapshotter.store.layout import all_store_roots, file_lock
 
 _LOOSE_DIR = re.compile(r"^[0-9a-f]{2}$")
 # A bounded (session_end) gc leaves the store alone unless retention dropped
@@ -69,6 +71,18 @@ GARBAGE_SHARE = 0.25
 GEOMETRIC = 2
 SCRATCH = "gc-scratch"  # in objects/pack: only where older versions left it
 WORK = "gc-work"  # in the store root: packs being written without the store lock
+
+
+class StoreLike(Protocol):
+    """What compaction needs of a store (store/shadow.py's Store): its directory,
+    its objects and its lock. Compaction sits below the capture that calls it."""
+
+    root: Path
+    objects: ObjectDB
+
+    def locked(self) -> AbstractContextManager[object]: ...
+
+    def reopen(self) -> None: ...
 
 
 LiveTrees = Callable[[], set[str]]  # the live trees now, read under the store lock
@@ -93,7 +107,7 @@ class Compaction:
 
 
 @contextlib.contextmanager
-def only_gc(store: Store, *, wait: bool) -> Iterator[bool]:
+def only_gc(store: StoreLike, *, wait: bool) -> Iterator[bool]:
     """One gc per store at a time; a bounded one does not queue behind another."""
     lock = file_lock(store.root / "gc.lock", timeout=-1 if wait else 0)
     try:
@@ -157,7 +171,7 @@ class _Job:
         return not (self.packs or self.loose or self.unused)
 
 
-def read_plan(store: Store, trees: set[str]) -> _Plan:
+def read_plan(store: StoreLike, trees: set[str]) -> _Plan:
     """What a pass works from: the live trees given (read under the store lock) and the
     store's packs, loose objects and shared files."""
     objects = store.root / "git" / "objects"
@@ -245,7 +259,7 @@ def _freed_estimate(job: _Job, live: set[bytes]) -> int:
     return total
 
 
-def estimate(store: Store, plan: _Plan, share: float, report: Compaction) -> None:
+def estimate(store: StoreLike, plan: _Plan, share: float, report: Compaction) -> None:
     """What a pass would keep and free, changing nothing (``gc --dry-run``)."""
     live = _live_objects(store, plan.trees)
     job = _job(plan, live, share)
@@ -254,7 +268,7 @@ def estimate(store: Store, plan: _Plan, share: float, report: Compaction) -> Non
 
 
 def compact_pass(
-    store: Store, report: Compaction, share: float, live: LiveTrees, plan: _Plan | None = None
+    store: StoreLike, report: Compaction, share: float, live: LiveTrees, plan: _Plan | None = None
 ) -> None:
     """One new pack of what is new and of the packs worth rewriting; then the old files go.
 
@@ -286,7 +300,7 @@ def compact_pass(
     report.bytes_after = size(objects)
 
 
-def _work_dir(store: Store) -> Path:
+def _work_dir(store: StoreLike) -> Path:
     """A fresh scratch directory of this writer's own: a capture packing its loose
     objects (under the store lock) and a gc writing (without it) never share one."""
     import tempfile
@@ -294,7 +308,7 @@ def _work_dir(store: Store) -> Path:
     return Path(tempfile.mkdtemp(prefix=f"{WORK}-", dir=store.root))
 
 
-def remove_stale_work(store: Store) -> None:
+def remove_stale_work(store: StoreLike) -> None:
     """Scratch directories of killed writers; only under both the gc and the store
     lock, when no other writer can be using one."""
     for path in store.root.glob(f"{WORK}-*"):
@@ -311,7 +325,7 @@ def _move_in(work: Path, pack_dir: Path) -> set[str]:
 
 
 def _still_needed(
-    store: Store, plan: _Plan, job: _Job, packed: set[bytes], live: LiveTrees
+    store: StoreLike, plan: _Plan, job: _Job, packed: set[bytes], live: LiveTrees
 ) -> set[Path]:
     """Files about to go that hold objects which became live while the pack was written.
 
@@ -364,7 +378,7 @@ def _drop_loose(loose: list[Path]) -> None:
             sub.rmdir()
 
 
-def _pack_loose(store: Store, loose: list[Path]) -> int:
+def _pack_loose(store: StoreLike, loose: list[Path]) -> int:
     """Loose objects (live or not) into one new pack; older packs stay. Returns the count.
 
     Written by ``packwriter`` (no delta search, fast zlib), without the store
@@ -393,7 +407,7 @@ def _pack_loose(store: Store, loose: list[Path]) -> int:
     return written
 
 
-def _write_pack(store: Store, job: _Job, work: Path) -> int:
+def _write_pack(store: StoreLike, job: _Job, work: Path) -> int:
     """The job's wanted objects as one pack in ``work``; returns the count."""
     loose = sorted(oid for oid in map(_loose_id, job.loose) if oid in job.wanted)
     try:
@@ -409,7 +423,7 @@ def _loose_id(path: Path) -> bytes:
 
 
 def _live_objects(
-    store: Store, trees: Iterable[str], known: set[bytes] | frozenset[bytes] = frozenset()
+    store: StoreLike, trees: Iterable[str], known: set[bytes] | frozenset[bytes] = frozenset()
 ) -> set[bytes]:
     """Raw ids of the live trees and of every tree and blob below them (blobs unread).
 
@@ -498,11 +512,11 @@ def size(path: Path) -> int:
     return total
 
 
-def count_loose_objects(store: Store) -> int:
+def count_loose_objects(store: StoreLike) -> int:
     return len(_loose_objects(store.root / "git" / "objects"))
 
 
-def pack_loose_objects(store: Store) -> int:
+def pack_loose_objects(store: StoreLike) -> int:
     """Pack every loose object now; the caller holds the store lock. Returns how many.
 
     Captures call this so a long session of small checkpoints does not pay a

@@ -37,6 +37,7 @@ from snapshotter.git.kinds import (
 from snapshotter.git.objects import ObjectDB, ObjectError, init_bare
 from snapshotter.git.worktree import Worktree, config_files, config_value
 from snapshotter.store import stat_cache, watch
+from snapshotter.store.layout import file_lock, store_key
 from snapshotter.store.walk import ScanResult, Skip, Stat, rescan, scan
 
 if TYPE_CHECKING:
@@ -54,7 +55,6 @@ REFUSAL_TTL_S = 3600.0
 # processes take the lock again and again ahead of a waiter (issue 13: 16 x 50
 # hooks under heavy load lost some to 30 s waits with the default 50 ms).
 LOCK_TIMEOUT_S = 50.0
-LOCK_POLL_S = 0.005
 # From this many files to hash, one pack beats one loose object per file.
 BULK_MIN_FILES = 64
 BULK_MAX_FILE_BYTES = 32 * 1024 * 1024
@@ -80,20 +80,6 @@ def _make_private(data_dir: Path, root: Path) -> None:
     fixed = [d for d in levels if private_dir(d)]
     if fixed:
         make_private_tree(fixed[0])  # the outermost that was open, all below it
-
-
-def store_key(root: Path) -> str:
-    import xxhash
-
-    return str(xxhash.xxh3_64_hexdigest(os.fsencode(str(root))))
-
-
-def all_store_roots(data_dir: Path) -> list[Path]:
-    """Every store directory in the data directory."""
-    base = stores_dir(data_dir)
-    if not base.is_dir():
-        return []
-    return sorted(p for p in base.iterdir() if (p / "git" / "HEAD").exists())
 
 
 @dataclass
@@ -750,18 +736,3 @@ def _stat_key(path: str) -> tuple[int, int, int, int] | None:
     except OSError:
         return None
     return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-
-
-def file_lock(path: Path, timeout: float) -> filelock.FileLock:
-    """An flock-based lock (a killed holder never leaves it stuck), polled often.
-
-    Where ``flock`` does not exist (Windows), filelock falls back to a lock
-    file of its own; its warning about that is ours to handle, not the user's.
-    """
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        import filelock
-
-    return filelock.FileLock(str(path), timeout=timeout, poll_interval=LOCK_POLL_S)
