@@ -6,6 +6,8 @@ few files), then reports the store's size (the objects directory) before
 and after ``gc`` and how long gc took.
 
     python benchmarks/gc_figure.py [--files 10000] [--checkpoints 200] [--keep DIR]
+
+It goes through snapshotter's public API only (``import snapshotter``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 FILES_PER_DIR = 20
 _LETTERS = "abcdefghijklmnopqrstuvwxyz_"
 WORDS = ["".join(random.Random(i).choices(_LETTERS, k=2 + i % 9)) for i in range(4000)]
+SESSION_END_GC_BUDGET_S = 2.0  # the bounded gc session_end runs (the snapshot builtin's)
 
 
 def text(rng: random.Random, size: int, tag: str) -> bytes:
@@ -69,16 +72,26 @@ def edit_turn(root: Path, paths: list[str], rng: random.Random, turn: int) -> No
         (root / rel).unlink()
 
 
-def objects_size(store_root: Path) -> tuple[int, int, int, int]:
-    """(apparent bytes, bytes on disk, loose objects, packs) of the objects directory."""
+def _git_dirs(data: Path) -> list[Path]:
+    return sorted(Path(d) for d, dirs, files in os.walk(data)
+                  if "HEAD" in files and "objects" in dirs)
+
+
+def objects_size(data: Path) -> tuple[int, int, int, int]:
+    """(apparent bytes, bytes on disk, loose objects, packs) of the store's objects.
+
+    The store is found by git's own layout (a directory with HEAD and
+    objects/ under the data dir), not by snapshotter's.
+    """
     apparent = on_disk = loose = packs = 0
-    for dirpath, _dirs, names in os.walk(store_root / "git" / "objects"):
-        for name in names:
-            st = os.lstat(os.path.join(dirpath, name))
-            apparent += st.st_size
-            on_disk += st.st_blocks * 512
-            loose += len(name) == 38
-            packs += name.endswith(".idx")
+    for git_dir in _git_dirs(data):
+        for dirpath, _dirs, names in os.walk(git_dir / "objects"):
+            for name in names:
+                st = os.lstat(os.path.join(dirpath, name))
+                apparent += st.st_size
+                on_disk += st.st_blocks * 512
+                loose += len(name) == 38
+                packs += name.endswith(".idx")
     return apparent, on_disk, loose, packs
 
 
@@ -94,11 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", type=Path, help="work in DIR and leave it there")
     args = parser.parse_args(argv)
 
-    from snapshotter import gc, history
-    from snapshotter.checkpoints import Recorder
-    from snapshotter.engine import Engine
-    from snapshotter.hooks.builtin import SESSION_END_GC_BUDGET_S
-    from snapshotter.state import load
+    import snapshotter
 
     base = args.keep or Path(tempfile.mkdtemp(prefix="gc-figure-"))
     root, data = base / "worktree", base / "data"
@@ -110,39 +119,48 @@ def main(argv: list[str] | None = None) -> int:
         print(f"worktree: {len(paths)} files, {mib(tree_bytes)} "
               f"(built in {time.perf_counter() - t0:.1f} s)")
 
-        engine = Engine.open(root, data_dir_path=data)
-        assert engine is not None
-        recorder = Recorder(engine, "bench")
+        # The public API only: the snapshot builtin for the turns, its controller
+        # for list/undo/redo, Engine.gc for gc (fresh engines: gc replaces packs).
+        controller = snapshotter.register_snapshot(snapshotter.Registry(), data_dir_path=data)
+        builtin = snapshotter.SnapshotBuiltin(data_dir_path=data)
+
+        def event(name: str) -> snapshotter.Checkpoint | None:
+            return builtin.handle(snapshotter.HookInput(hook_event_name=name, session_id="bench",
+                                                        cwd=str(root)), [])
+
+        def engine() -> snapshotter.Engine:
+            return snapshotter.Engine.open(root, data_dir_path=data)
+
         t0 = time.perf_counter()
-        recorder.session_start()
+        event("session_start")
         first = time.perf_counter() - t0
         t0 = time.perf_counter()
         for turn in range(args.checkpoints):
-            recorder.turn_start()
+            event("turn_start")
             edit_turn(root, paths, rng, turn)
-            if recorder.turn_end("stop") is None:
+            if event("turn_end") is None:
                 raise SystemExit(f"turn {turn} recorded nothing")
         record = time.perf_counter() - t0
-        state = load(engine.store)
-        print(f"recorded: {len(state.checkpoints)} checkpoints "
+        recorded = controller.list(root, all_sessions=True)
+        print(f"recorded: {len(recorded)} checkpoints "
               f"(first capture {first:.1f} s, then {record:.1f} s for all turns)")
 
-        before = objects_size(engine.store.root)
+        before = objects_size(data)
         t0 = time.perf_counter()
-        quick = gc.collect(engine, budget_s=SESSION_END_GC_BUDGET_S)  # what session_end runs
+        quick = engine().gc(budget_s=SESSION_END_GC_BUDGET_S)  # what session_end runs
         elapsed_quick = time.perf_counter() - t0
-        middle = objects_size(engine.store.root)
+        middle = objects_size(data)
         t0 = time.perf_counter()
-        report = gc.collect(engine)
+        report = engine().gc()
         elapsed = time.perf_counter() - t0
-        after = objects_size(engine.store.root)
+        after = objects_size(data)
         t0 = time.perf_counter()
-        again = gc.collect(engine)
+        again = engine().gc()
         elapsed_again = time.perf_counter() - t0
 
         # Sanity, not timing: the newest checkpoint still undoes and redoes.
-        history.undo_last(engine, "bench")
-        history.redo(engine, "bench")
+        controller.undo_last(root, "bench")
+        controller.redo(root, "bench")
 
         print()
         print("store objects       apparent       on disk    loose   packs")

@@ -15,6 +15,11 @@ the worktree. One capture is:
 Steps 3 and 5 are skipped when they would get no paths (``add`` with an
 empty pathspec list would add the whole tree), which is the cheapest honest
 reading of the sequence: a no-change capture is three processes.
+
+The reference revert (``revert``) is what those tools run to restore files:
+a safety capture of everything first (``add -A .`` and ``write-tree``), then
+``checkout TREE -- paths``. Its redo is the same sequence back to the safety
+tree. Every git process's peak RSS goes to ``meter``.
 """
 
 from __future__ import annotations
@@ -44,9 +49,11 @@ class ReferenceShadow:
         self.worktree = worktree
         self.env = dict(env)
         self._base = ("--git-dir", str(shadow), "--work-tree", str(worktree))
+        self.meter: list[int] = []  # peak RSS (kB) of each git process run
 
     def _git(self, *args: str, stdin: bytes | None = None, ok: tuple[int, ...] = (0,)) -> bytes:
-        return git(self.worktree, self.env, *self._base, *args, stdin=stdin, ok_codes=ok)
+        return git(self.worktree, self.env, *self._base, *args, stdin=stdin, ok_codes=ok,
+                   meter=self.meter)
 
     def init(self) -> None:
         self._git("init", "-q")
@@ -61,7 +68,8 @@ class ReferenceShadow:
                                   "--full-name", "--", "."))
         if others:
             ignored = set(_split(git(self.worktree, self.env, "check-ignore", "--no-index",
-                                     "--stdin", "-z", stdin=_join(others), ok_codes=(0, 1))))
+                                     "--stdin", "-z", stdin=_join(others), ok_codes=(0, 1),
+                                     meter=self.meter)))
             others = [p for p in others if p not in ignored]
         too_big: list[str] = []
         kept: list[str] = []
@@ -104,3 +112,13 @@ class ReferenceShadow:
         """``git checkout TREE -- paths``: the reference restore of a few files."""
         self._git("checkout", tree, "--pathspec-from-file=-", "--pathspec-file-nul",
                   stdin=_join(paths))
+
+    def revert(self, tree: str, paths: list[str]) -> str:
+        """The reference undo: a safety capture of the whole worktree, then ``restore``.
+
+        Returns the safety tree, which the reference redo checks out again.
+        """
+        self._git("add", "-A", ".")
+        safety = self._git("write-tree").decode().strip()
+        self.restore(tree, paths)
+        return safety
