@@ -887,8 +887,8 @@ def parse_args(argv: list[str] | None) -> tuple[Options, argparse.Namespace]:
     p.add_argument("--rounds", type=int, default=5, help="rounds per figure (default 5)")
     p.add_argument("--cold-rounds", type=int, default=None,
                    help="rounds of first captures (default: --rounds, at most 3)")
-    p.add_argument("--checkpoints", type=int, default=300,
-                   help="small checkpoints for the store-growth figure (default 300)")
+    p.add_argument("--checkpoints", type=int, default=100,
+                   help="small checkpoints for the store-growth figure (default 100)")
     p.add_argument("--checkpoints-at", choices=("smallest", "all", "none"), default="smallest",
                    help="where to run the checkpoint figure (slow; default: smallest size)")
     p.add_argument("--profile", action="store_true",
@@ -992,6 +992,8 @@ def measure(opts: Options, tmp: Path) -> list[WorktreeResult]:
                 finally:
                     if opts.cache is not None and spec.size is not None:
                         refresh(wt, env)  # the cached tree is left as generated
+                progress(f"{wt.label}: measured in {results[-1].seconds:.0f} s; removing its "
+                         "temp files")
                 shutil.rmtree(work, ignore_errors=True)
     finally:
         stuck = procs.stop_servers(runtime)
@@ -1017,6 +1019,8 @@ def main(argv: list[str] | None = None) -> int:
             progress(f"kept {tmp}")
         else:
             shutil.rmtree(tmp, ignore_errors=True)
+        procs.close()
+    progress("done")
 
     short = summary(results)
     table = rows(results)
