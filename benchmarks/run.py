@@ -1014,6 +1014,7 @@ def main(argv: list[str] | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="snapshotter-bench-", dir=parent)).resolve()
     try:
         results = measure(opts, tmp)
+        floor_mb = procs.floor_kb() / 1024  # while the spawner still runs
     finally:
         if ns.keep:
             progress(f"kept {tmp}")
@@ -1025,7 +1026,6 @@ def main(argv: list[str] | None = None) -> int:
     short = summary(results)
     table = rows(results)
     found = targets(results)
-    floor_mb = procs.floor_kb() / 1024
     print(f"Medians of {opts.rounds} rounds ({opts.cold_rounds} for first captures); "
           "ratios against baselines measured in the same run. Peak RSS per process "
           f"(readings of {floor_mb:.0f} MB mean that much or less).\n")
