@@ -48,6 +48,7 @@ class Done:
     code: int
     stdout: bytes
     stderr: bytes
+    timed_out: bool = False  # killed at its time limit
 
 
 def snapshotter_cmd() -> list[str]:
@@ -59,8 +60,20 @@ def snapshotter_cmd() -> list[str]:
 
 
 _SPAWNER = r"""
-import json, os, sys, time
+import json, os, signal, sys, time
 out = sys.stdout
+child = 0
+expired = False
+
+
+def expire(signum, frame):
+    global expired
+    if child:
+        expired = True
+        os.kill(child, signal.SIGKILL)
+
+
+signal.signal(signal.SIGALRM, expire)
 for line in sys.stdin:
     req = json.loads(line)
     fds = [os.open(req["stdin"] or os.devnull, os.O_RDONLY),
@@ -78,11 +91,16 @@ for line in sys.stdin:
             os.execvpe(req["cmd"][0], req["cmd"], req["env"])
         finally:
             os._exit(127)
+    child, expired = pid, False
+    if req["timeout"]:
+        signal.setitimer(signal.ITIMER_REAL, req["timeout"])
     _pid, status, usage = os.wait4(pid, 0)
     ms = (time.perf_counter() - start) * 1000.0
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    child = 0
     for fd in fds:
         os.close(fd)
-    out.write(json.dumps({"ms": ms, "rss_kb": usage.ru_maxrss,
+    out.write(json.dumps({"ms": ms, "rss_kb": usage.ru_maxrss, "timed_out": expired,
                           "code": os.waitstatus_to_exitcode(status)}) + "\n")
     out.flush()
 """
@@ -95,25 +113,27 @@ class _Spawner:
         self.proc = subprocess.Popen(
             [sys.executable, "-S", "-I", "-c", _SPAWNER], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, text=True, bufsize=1, close_fds=True,
+            start_new_session=True,  # its own group: ``close`` can end it with its child
         )
         self.dir = Path(tempfile.mkdtemp(prefix="snb-io-"))
 
     def run(self, cmd: Sequence[str], env: Mapping[str, str], cwd: Path | None,
-            stdin: bytes | None) -> Done:
+            stdin: bytes | None, timeout_s: float | None) -> Done:
         assert self.proc.stdin is not None and self.proc.stdout is not None
         paths = {k: self.dir / k for k in ("in", "out", "err")}
         if stdin is not None:
             paths["in"].write_bytes(stdin)
         request = {"cmd": list(cmd), "env": dict(env), "cwd": str(cwd) if cwd else "",
                    "stdin": str(paths["in"]) if stdin is not None else "",
-                   "stdout": str(paths["out"]), "stderr": str(paths["err"])}
+                   "stdout": str(paths["out"]), "stderr": str(paths["err"]),
+                   "timeout": timeout_s or 0}
         self.proc.stdin.write(json.dumps(request) + "\n")
         reply = self.proc.stdout.readline()
         if not reply:
             raise RuntimeError(f"the process spawner died running {cmd!r}")
         got = json.loads(reply)
         return Done(float(got["ms"]), int(got["rss_kb"]), int(got["code"]),
-                    paths["out"].read_bytes(), paths["err"].read_bytes())
+                    paths["out"].read_bytes(), paths["err"].read_bytes(), bool(got["timed_out"]))
 
     def floor_kb(self) -> int:
         """The spawner's own RSS: what any child reads at least."""
@@ -121,9 +141,16 @@ class _Spawner:
         return found[0] if found else 0
 
     def close(self) -> None:
+        """Let the spawner finish; if a child still runs (an interrupted run), end both."""
         if self.proc.stdin is not None:
-            self.proc.stdin.close()
-        self.proc.wait(timeout=30)
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)  # its own group: it and its child
+            self.proc.wait()
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
@@ -131,13 +158,16 @@ _spawner: _Spawner | None = None
 
 
 def run(cmd: Sequence[str], env: Mapping[str, str], *, cwd: Path | None = None,
-        stdin: bytes | None = None) -> Done:
-    """Run ``cmd`` to its end: its wall time (fork to reap) and its own peak RSS."""
+        stdin: bytes | None = None, timeout_s: float | None = None) -> Done:
+    """Run ``cmd`` to its end: its wall time (fork to reap) and its own peak RSS.
+
+    Past ``timeout_s`` it is killed (SIGKILL) and ``timed_out`` is set.
+    """
     global _spawner
     if _spawner is None:
         _spawner = _Spawner()
         atexit.register(close)
-    return _spawner.run(cmd, env, cwd, stdin)
+    return _spawner.run(cmd, env, cwd, stdin, timeout_s)
 
 
 def floor_kb() -> int:

@@ -51,9 +51,10 @@ class ReferenceShadow:
         self._base = ("--git-dir", str(shadow), "--work-tree", str(worktree))
         self.meter: list[int] = []  # peak RSS (kB) of each git process run
 
-    def _git(self, *args: str, stdin: bytes | None = None, ok: tuple[int, ...] = (0,)) -> bytes:
+    def _git(self, *args: str, stdin: bytes | None = None, ok: tuple[int, ...] = (0,),
+             timeout_s: float | None = None) -> bytes:
         return git(self.worktree, self.env, *self._base, *args, stdin=stdin, ok_codes=ok,
-                   meter=self.meter)
+                   meter=self.meter, timeout_s=timeout_s)
 
     def init(self) -> None:
         self._git("init", "-q")
@@ -61,8 +62,13 @@ class ReferenceShadow:
                            ("core.quotepath", "false"), ("gc.auto", "0")):
             self._git("config", key, value)
 
-    def capture(self) -> str:
-        """Bring the shadow index up to date with the worktree; returns the tree id."""
+    def capture(self, add_limit_s: float | None = None) -> str:
+        """Bring the shadow index up to date with the worktree; returns the tree id.
+
+        ``add_limit_s``: kill ``git add`` past it (TimedOut). Its pathspec
+        matching costs paths times pathspecs, so a cold shadow of 500k files would
+        take hours; ``finish_cold`` then completes the shadow another way.
+        """
         changed = _split(self._git("diff-files", "--name-only", "-z", "--", "."))
         others = _split(self._git("ls-files", "--others", "--exclude-standard", "-z",
                                   "--full-name", "--", "."))
@@ -87,7 +93,16 @@ class ReferenceShadow:
         paths = changed + kept
         if paths:
             self._git("add", "--all", "--sparse", "--pathspec-from-file=-",
-                      "--pathspec-file-nul", stdin=_join(paths))
+                      "--pathspec-file-nul", stdin=_join(paths), timeout_s=add_limit_s)
+        return self._git("write-tree").decode().strip()
+
+    def finish_cold(self) -> str:
+        """After a first capture's ``add`` was killed: the same index by ``add -A .``.
+
+        The 2 MiB rule's exclusions are in ``info/exclude`` already.
+        """
+        (self.shadow / "index.lock").unlink(missing_ok=True)  # the killed add's
+        self._git("add", "-A", ".")
         return self._git("write-tree").decode().strip()
 
     def changed_paths(self, before: str, after: str) -> list[str]:

@@ -99,19 +99,27 @@ def git(
     stdin: bytes | None = None,
     ok_codes: Sequence[int] = (0,),
     meter: list[int] | None = None,
+    timeout_s: float | None = None,
 ) -> bytes:
     """Run the git CLI; returns stdout, raises with stderr on an unexpected exit code.
 
-    ``meter`` gets the process's peak RSS (kB) appended.
+    ``meter`` gets the process's peak RSS (kB) appended. Past ``timeout_s`` the
+    process is killed and TimedOut raised.
     """
-    done = run(["git", *args], env, cwd=cwd, stdin=stdin)
+    done = run(["git", *args], env, cwd=cwd, stdin=stdin, timeout_s=timeout_s)
     if meter is not None:
         meter.append(done.rss_kb)
+    if done.timed_out:
+        raise TimedOut(f"git {args[0] if args else ''} killed after {timeout_s:g} s")
     if done.code not in ok_codes:
         raise RuntimeError(
             f"git {' '.join(args)} exited {done.code}: {done.stderr.decode(errors='replace')}"
         )
     return done.stdout
+
+
+class TimedOut(RuntimeError):
+    """A git process reached its time limit and was killed."""
 
 
 def _pool(rng: random.Random) -> bytes:
@@ -179,8 +187,9 @@ def _editable(names: list[str], seed: int) -> tuple[str, ...]:
 def _fast_import(root: Path, env: Mapping[str, str], names: list[str], rng: random.Random,
                  pool: bytes, seed: int) -> None:
     """Every tracked file as one ``git fast-import`` stream: a commit on ``main``, one pack."""
-    proc = subprocess.Popen(["git", "fast-import", "--quiet"], cwd=root, env=dict(env),
-                            stdin=subprocess.PIPE)
+    # Compression level 1: a third faster than the default, the same objects.
+    proc = subprocess.Popen(["git", "-c", "pack.compression=1", "fast-import", "--quiet"],
+                            cwd=root, env=dict(env), stdin=subprocess.PIPE)
     assert proc.stdin is not None
     buf = bytearray()
 

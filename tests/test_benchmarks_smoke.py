@@ -146,9 +146,14 @@ def test_cached_tree_is_reused_and_left_as_generated(tmp_path: Path) -> None:
     inode = (root / ".gitignore").stat().st_ino
     assert pristine == "?? assets/\n?? notes/\n", pristine
 
-    _done, document = bench(tmp_path, *args)
+    # The reference's first capture stopped at once: a lower bound, and the run goes on.
+    done, document = bench(tmp_path, *args, "--reference-first-limit", "0.001")
 
     check_summary(document, "200")
+    (first,) = [r for r in document["summary"] if r["key"] == "first"]
+    assert first["baseline_lower_bound"] and first["ratio_bound"] == "<", first
+    (line,) = [x for x in done.stdout.splitlines() if x.startswith("| first capture /")]
+    assert "| > " in line and "| <" in line, f"the bound is not shown: {line}"
     assert (kept / "ready.json").stat().st_mtime_ns == ready, "the cached tree was regenerated"
     assert (root / ".gitignore").stat().st_ino == inode, "the cached tree was regenerated"
     assert git(root, "status", "--porcelain") == pristine, "the run's edits were left behind"
