@@ -167,7 +167,11 @@ def run(cmd: Sequence[str], env: Mapping[str, str], *, cwd: Path | None = None,
     if _spawner is None:
         _spawner = _Spawner()
         atexit.register(close)
-    return _spawner.run(cmd, env, cwd, stdin, timeout_s)
+    try:
+        return _spawner.run(cmd, env, cwd, stdin, timeout_s)
+    except BaseException:  # a request cut short leaves the spawner out of step
+        close()
+        raise
 
 
 def floor_kb() -> int:

@@ -1020,7 +1020,8 @@ def _specs(opts: Options) -> list[Spec]:
     return specs
 
 
-def measure(opts: Options, tmp: Path) -> list[WorktreeResult]:
+def measure(opts: Options, tmp: Path) -> tuple[list[WorktreeResult], float]:
+    """Every worktree's results, and the least RSS a reading can show (MB)."""
     results: list[WorktreeResult] = []
     home = tmp / "home"
     home.mkdir()
@@ -1047,12 +1048,14 @@ def measure(opts: Options, tmp: Path) -> list[WorktreeResult]:
                 progress(f"{wt.label}: measured in {results[-1].seconds:.0f} s; removing its "
                          "temp files")
                 shutil.rmtree(work, ignore_errors=True)
+        floor_mb = procs.floor_kb() / 1024  # while the spawner still runs
     finally:
+        procs.close()  # first: a process still running (an interrupted run) is ended
         stuck = procs.stop_servers(runtime)
         if stuck:
             progress(f"hook servers {stuck} had to be killed")
         shutil.rmtree(runtime, ignore_errors=True)
-    return results
+    return results, floor_mb
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1067,14 +1070,12 @@ def main(argv: list[str] | None = None) -> int:
         Path(parent).mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="snapshotter-bench-", dir=parent)).resolve()
     try:
-        results = measure(opts, tmp)
-        floor_mb = procs.floor_kb() / 1024  # while the spawner still runs
+        results, floor_mb = measure(opts, tmp)
     finally:
         if ns.keep:
             progress(f"kept {tmp}")
         else:
             shutil.rmtree(tmp, ignore_errors=True)
-        procs.close()
     progress("done")
 
     short = summary(results)
