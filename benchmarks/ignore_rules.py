@@ -70,9 +70,9 @@ def timed_scan(root: Path, fresh: bool) -> tuple[float, set[str]]:
     alone. When the modules move, update the three imports below (the
     ignore-rule matcher with its compile cache, the walk, the worktree finder).
     """
-    from snapshotter import ignore
-    from snapshotter.scan import scan
-    from snapshotter.worktree import find_worktree
+    from snapshotter.git import ignore
+    from snapshotter.store.walk import scan
+    from snapshotter.git.worktree import find_worktree
 
     if fresh:
         ignore._compile.cache_clear()
