@@ -6,6 +6,8 @@ few files), then reports the store's size (the objects directory) before
 and after ``gc`` and how long gc took.
 
     python benchmarks/gc_figure.py [--files 10000] [--checkpoints 200] [--keep DIR]
+
+It goes through snapshotter's public API only (``import snapshotter``).
 """
 
 from __future__ import annotations
@@ -23,12 +25,13 @@ from pathlib import Path
 FILES_PER_DIR = 20
 _LETTERS = "abcdefghijklmnopqrstuvwxyz_"
 WORDS = ["".join(random.Random(i).choices(_LETTERS, k=2 + i % 9)) for i in range(4000)]
+SESSION_END_GC_BUDGET_S = 2.0  # the bounded gc session_end runs (the snapshot builtin's)
 
 
 def text(rng: random.Random, size: int, tag: str) -> bytes:
     """About ``size`` bytes of word soup, in lines, starting with a unique tag line."""
     words = rng.choices(WORDS, k=max(1, size // 6))
-    lines = [" ".join(words[i:i + 12]) for i in range(0, len(words), 12)]
+    lines = [" ".join(words[i : i + 12]) for i in range(0, len(words), 12)]
     return (f"# {tag}\n" + "\n".join(lines) + "\n").encode()[:size]
 
 
@@ -41,8 +44,13 @@ def build_worktree(root: Path, files: int, rng: random.Random) -> list[str]:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(text(rng, rng.randint(1024, 20 * 1024), rel))
         paths.append(rel)
-    env = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
-           "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.com"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "bench",
+        "GIT_AUTHOR_EMAIL": "bench@example.com",
+        "GIT_COMMITTER_NAME": "bench",
+        "GIT_COMMITTER_EMAIL": "bench@example.com",
+    }
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "base"]):
         subprocess.run(["git", *args], cwd=root, env=env, check=True)
     return paths
@@ -54,7 +62,7 @@ def edit_turn(root: Path, paths: list[str], rng: random.Random, turn: int) -> No
         path = root / rng.choice(paths)
         lines = path.read_bytes().split(b"\n")
         at = rng.randrange(len(lines))
-        lines[at:at + rng.randint(0, 3)] = text(rng, rng.randint(40, 400), f"turn {turn}").split(
+        lines[at : at + rng.randint(0, 3)] = text(rng, rng.randint(40, 400), f"turn {turn}").split(
             b"\n"
         )
         path.write_bytes(b"\n".join(lines))
@@ -69,16 +77,27 @@ def edit_turn(root: Path, paths: list[str], rng: random.Random, turn: int) -> No
         (root / rel).unlink()
 
 
-def objects_size(store_root: Path) -> tuple[int, int, int, int]:
-    """(apparent bytes, bytes on disk, loose objects, packs) of the objects directory."""
+def _git_dirs(data: Path) -> list[Path]:
+    return sorted(
+        Path(d) for d, dirs, files in os.walk(data) if "HEAD" in files and "objects" in dirs
+    )
+
+
+def objects_size(data: Path) -> tuple[int, int, int, int]:
+    """(apparent bytes, bytes on disk, loose objects, packs) of the store's objects.
+
+    The store is found by git's own layout (a directory with HEAD and
+    objects/ under the data dir), not by snapshotter's.
+    """
     apparent = on_disk = loose = packs = 0
-    for dirpath, _dirs, names in os.walk(store_root / "git" / "objects"):
-        for name in names:
-            st = os.lstat(os.path.join(dirpath, name))
-            apparent += st.st_size
-            on_disk += st.st_blocks * 512
-            loose += len(name) == 38
-            packs += name.endswith(".idx")
+    for git_dir in _git_dirs(data):
+        for dirpath, _dirs, names in os.walk(git_dir / "objects"):
+            for name in names:
+                st = os.lstat(os.path.join(dirpath, name))
+                apparent += st.st_size
+                on_disk += st.st_blocks * 512
+                loose += len(name) == 38
+                packs += name.endswith(".idx")
     return apparent, on_disk, loose, packs
 
 
@@ -94,12 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", type=Path, help="work in DIR and leave it there")
     args = parser.parse_args(argv)
 
-    from snapshotter.engine import Engine
-    from snapshotter.history import maintenance as gc
-    from snapshotter.history import undo as history
-    from snapshotter.history.recorder import Recorder
-    from snapshotter.history.records import load
-    from snapshotter.hooks.builtin import SESSION_END_GC_BUDGET_S
+    import snapshotter
 
     base = args.keep or Path(tempfile.mkdtemp(prefix="gc-figure-"))
     root, data = base / "worktree", base / "data"
@@ -108,52 +122,70 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         paths = build_worktree(root, args.files, rng)
         tree_bytes = sum((root / p).stat().st_size for p in paths)
-        print(f"worktree: {len(paths)} files, {mib(tree_bytes)} "
-              f"(built in {time.perf_counter() - t0:.1f} s)")
+        print(
+            f"worktree: {len(paths)} files, {mib(tree_bytes)} "
+            f"(built in {time.perf_counter() - t0:.1f} s)"
+        )
 
-        engine = Engine.open(root, data_dir_path=data)
-        assert engine is not None
-        recorder = Recorder(engine, "bench")
+        # The public API only: the snapshot builtin for the turns, its controller
+        # for list/undo/redo, Engine.gc for gc (fresh engines: gc replaces packs).
+        controller = snapshotter.register_snapshot(snapshotter.Registry(), data_dir_path=data)
+        builtin = snapshotter.SnapshotBuiltin(data_dir_path=data)
+
+        def event(name: str) -> snapshotter.Checkpoint | None:
+            return builtin.handle(
+                snapshotter.HookInput(hook_event_name=name, session_id="bench", cwd=str(root)), []
+            )
+
+        def engine() -> snapshotter.Engine:
+            return snapshotter.Engine.open(root, data_dir_path=data)
+
         t0 = time.perf_counter()
-        recorder.session_start()
+        event("session_start")
         first = time.perf_counter() - t0
         t0 = time.perf_counter()
         for turn in range(args.checkpoints):
-            recorder.turn_start()
+            event("turn_start")
             edit_turn(root, paths, rng, turn)
-            if recorder.turn_end("stop") is None:
+            if event("turn_end") is None:
                 raise SystemExit(f"turn {turn} recorded nothing")
         record = time.perf_counter() - t0
-        state = load(engine.store)
-        print(f"recorded: {len(state.checkpoints)} checkpoints "
-              f"(first capture {first:.1f} s, then {record:.1f} s for all turns)")
+        recorded = controller.list(root, all_sessions=True)
+        print(
+            f"recorded: {len(recorded)} checkpoints "
+            f"(first capture {first:.1f} s, then {record:.1f} s for all turns)"
+        )
 
-        before = objects_size(engine.store.root)
+        before = objects_size(data)
         t0 = time.perf_counter()
-        quick = gc.collect(engine, budget_s=SESSION_END_GC_BUDGET_S)  # what session_end runs
+        quick = engine().gc(budget_s=SESSION_END_GC_BUDGET_S)  # what session_end runs
         elapsed_quick = time.perf_counter() - t0
-        middle = objects_size(engine.store.root)
+        middle = objects_size(data)
         t0 = time.perf_counter()
-        report = gc.collect(engine)
+        report = engine().gc()
         elapsed = time.perf_counter() - t0
-        after = objects_size(engine.store.root)
+        after = objects_size(data)
         t0 = time.perf_counter()
-        again = gc.collect(engine)
+        again = engine().gc()
         elapsed_again = time.perf_counter() - t0
 
         # Sanity, not timing: the newest checkpoint still undoes and redoes.
-        history.undo_last(engine, "bench")
-        history.redo(engine, "bench")
+        controller.undo_last(root, "bench")
+        controller.redo(root, "bench")
 
         print()
         print("store objects       apparent       on disk    loose   packs")
         for label, row in (("before gc", before), ("bounded gc", middle), ("full gc", after)):
             print(f"  {label:11}  {mib(row[0])}  {mib(row[1])}  {row[2]:7}  {row[3]:6}")
-        print(f"bounded gc (session_end, budget {SESSION_END_GC_BUDGET_S:g} s): "
-              f"{elapsed_quick:.2f} s ({quick.skipped or 'full'})")
-        print(f"full gc: {elapsed:.2f} s; kept {report.objects_kept} objects from "
-              f"{report.live_trees} live trees; dropped {len(report.dropped.checkpoints)} "
-              f"checkpoints")
+        print(
+            f"bounded gc (session_end, budget {SESSION_END_GC_BUDGET_S:g} s): "
+            f"{elapsed_quick:.2f} s ({quick.reason or 'full'})"
+        )
+        print(
+            f"full gc: {elapsed:.2f} s; kept {report.objects_kept} objects from "
+            f"{report.live_trees} live trees; dropped {len(report.dropped.checkpoints)} "
+            f"checkpoints"
+        )
         same = "same size" if again.bytes_after == report.bytes_after else "size changed"
         print(f"second gc (nothing changed): {elapsed_again:.2f} s, {same}")
         print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus")

@@ -15,6 +15,11 @@ the worktree. One capture is:
 Steps 3 and 5 are skipped when they would get no paths (``add`` with an
 empty pathspec list would add the whole tree), which is the cheapest honest
 reading of the sequence: a no-change capture is three processes.
+
+The reference revert (``revert``) is what those tools run to restore files:
+a safety capture of everything first (``add -A .`` and ``write-tree``), then
+``checkout TREE -- paths``. Its redo is the same sequence back to the safety
+tree. Every git process's peak RSS goes to ``meter``.
 """
 
 from __future__ import annotations
@@ -44,24 +49,63 @@ class ReferenceShadow:
         self.worktree = worktree
         self.env = dict(env)
         self._base = ("--git-dir", str(shadow), "--work-tree", str(worktree))
+        self.meter: list[int] = []  # peak RSS (kB) of each git process run
 
-    def _git(self, *args: str, stdin: bytes | None = None, ok: tuple[int, ...] = (0,)) -> bytes:
-        return git(self.worktree, self.env, *self._base, *args, stdin=stdin, ok_codes=ok)
+    def _git(
+        self,
+        *args: str,
+        stdin: bytes | None = None,
+        ok: tuple[int, ...] = (0,),
+        timeout_s: float | None = None,
+    ) -> bytes:
+        return git(
+            self.worktree,
+            self.env,
+            *self._base,
+            *args,
+            stdin=stdin,
+            ok_codes=ok,
+            meter=self.meter,
+            timeout_s=timeout_s,
+        )
 
     def init(self) -> None:
         self._git("init", "-q")
-        for key, value in (("core.autocrlf", "false"), ("core.fsmonitor", "false"),
-                           ("core.quotepath", "false"), ("gc.auto", "0")):
+        for key, value in (
+            ("core.autocrlf", "false"),
+            ("core.fsmonitor", "false"),
+            ("core.quotepath", "false"),
+            ("gc.auto", "0"),
+        ):
             self._git("config", key, value)
 
-    def capture(self) -> str:
-        """Bring the shadow index up to date with the worktree; returns the tree id."""
+    def capture(self, add_limit_s: float | None = None) -> str:
+        """Bring the shadow index up to date with the worktree; returns the tree id.
+
+        ``add_limit_s``: kill ``git add`` past it (TimedOut). Its pathspec
+        matching costs paths times pathspecs, so a cold shadow of 500k files would
+        take hours; ``finish_cold`` then completes the shadow another way.
+        """
         changed = _split(self._git("diff-files", "--name-only", "-z", "--", "."))
-        others = _split(self._git("ls-files", "--others", "--exclude-standard", "-z",
-                                  "--full-name", "--", "."))
+        others = _split(
+            self._git("ls-files", "--others", "--exclude-standard", "-z", "--full-name", "--", ".")
+        )
         if others:
-            ignored = set(_split(git(self.worktree, self.env, "check-ignore", "--no-index",
-                                     "--stdin", "-z", stdin=_join(others), ok_codes=(0, 1))))
+            ignored = set(
+                _split(
+                    git(
+                        self.worktree,
+                        self.env,
+                        "check-ignore",
+                        "--no-index",
+                        "--stdin",
+                        "-z",
+                        stdin=_join(others),
+                        ok_codes=(0, 1),
+                        meter=self.meter,
+                    )
+                )
+            )
             others = [p for p in others if p not in ignored]
         too_big: list[str] = []
         kept: list[str] = []
@@ -78,14 +122,31 @@ class ReferenceShadow:
                 f.writelines(f"/{rel}\n" for rel in too_big)
         paths = changed + kept
         if paths:
-            self._git("add", "--all", "--sparse", "--pathspec-from-file=-",
-                      "--pathspec-file-nul", stdin=_join(paths))
+            self._git(
+                "add",
+                "--all",
+                "--sparse",
+                "--pathspec-from-file=-",
+                "--pathspec-file-nul",
+                stdin=_join(paths),
+                timeout_s=add_limit_s,
+            )
+        return self._git("write-tree").decode().strip()
+
+    def finish_cold(self) -> str:
+        """After a first capture's ``add`` was killed: the same index by ``add -A .``.
+
+        The 2 MiB rule's exclusions are in ``info/exclude`` already.
+        """
+        (self.shadow / "index.lock").unlink(missing_ok=True)  # the killed add's
+        self._git("add", "-A", ".")
         return self._git("write-tree").decode().strip()
 
     def changed_paths(self, before: str, after: str) -> list[str]:
         """``git diff-tree``: the reference for "changes since a tree"."""
-        return _split(self._git("diff-tree", "-r", "-z", "--name-only", "--no-renames",
-                                before, after))
+        return _split(
+            self._git("diff-tree", "-r", "-z", "--name-only", "--no-renames", before, after)
+        )
 
     def listing(self, tree: str) -> dict[str, tuple[int, str]]:
         """Every file of ``tree``: path -> (mode, blob id)."""
@@ -102,5 +163,16 @@ class ReferenceShadow:
 
     def restore(self, tree: str, paths: list[str]) -> None:
         """``git checkout TREE -- paths``: the reference restore of a few files."""
-        self._git("checkout", tree, "--pathspec-from-file=-", "--pathspec-file-nul",
-                  stdin=_join(paths))
+        self._git(
+            "checkout", tree, "--pathspec-from-file=-", "--pathspec-file-nul", stdin=_join(paths)
+        )
+
+    def revert(self, tree: str, paths: list[str]) -> str:
+        """The reference undo: a safety capture of the whole worktree, then ``restore``.
+
+        Returns the safety tree, which the reference redo checks out again.
+        """
+        self._git("add", "-A", ".")
+        safety = self._git("write-tree").decode().strip()
+        self.restore(tree, paths)
+        return safety

@@ -26,8 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks import procs
 from benchmarks.reference import ReferenceShadow
-from benchmarks.run import _helper_socket, hermetic, stop_helper, timed
+from benchmarks.run import hermetic, timed
 from benchmarks.worktrees import append_edit, generate, pick
 
 EDITS = 10
@@ -37,8 +38,11 @@ GC_WAIT_S = 600.0
 def hook(data: Path, env: dict[str, str], event: dict[str, str], *args: str) -> float:
     """One ``snapshotter hook`` process; its wall time in ms."""
     cmd = [sys.executable, "-m", "snapshotter", "--data-dir", str(data), "hook", *args]
-    ms, done = timed(lambda: subprocess.run(cmd, input=json.dumps(event).encode(),
-                                            capture_output=True, env=env, check=False))
+    ms, done = timed(
+        lambda: subprocess.run(
+            cmd, input=json.dumps(event).encode(), capture_output=True, env=env, check=False
+        )
+    )
     if done.returncode != 0 or done.stderr:
         raise RuntimeError(f"hook {event['hook_event_name']}: {done.stderr[:500]!r}")
     return ms
@@ -64,44 +68,45 @@ def _cmdlines() -> list[bytes]:
     return found
 
 
-def wait_for_server(data: Path, up: bool = True) -> None:
-    path = _helper_socket(data)
-    deadline = time.monotonic() + 30
-    while path is not None and path.exists() != up and time.monotonic() < deadline:
-        time.sleep(0.05)
-
-
 def measure(size: int, rounds: int, work: Path) -> dict[str, list[float]]:
     home = work / "home"
     home.mkdir()
     figures: dict[str, list[float]] = {}
-    with hermetic(home) as env:
-        wt = generate(work / "wt", size, env)
-        ref = ReferenceShadow(work / "ref-shadow", wt.root, env)
-        ref.init()
-        ref.capture()
-        data = work / "data"
-        served = dict(env, SNAPSHOTTER_HOOK_SERVER="1")
-        base = {"session_id": "bench", "cwd": str(wt.root)}
-        hook(data, served, {**base, "hook_event_name": "session_start"})  # the first capture
-        wait_for_gc(wt.root)
-        modes = ["cold"] * rounds + ["warm"] * rounds  # warm rounds keep one server up
-        for rnd, mode in enumerate(modes):
-            hook(data, served, {**base, "hook_event_name": "turn_start"})
-            for rel in pick(wt, rnd * EDITS, EDITS):
-                append_edit(wt.root, rel, f"round {rnd}")
-            if mode == "cold":
-                stop_helper(data)  # as after the server's idle exit
-                wait_for_server(data, up=False)
-            else:
-                wait_for_server(data)  # the turn_start hook started it
-            ms = hook(data, served, {**base, "hook_event_name": "session_end"},
-                      "--arg", "max_checkpoints=1")
-            figures.setdefault(f"session_end_{mode}", []).append(ms)
-            figures.setdefault("gc_after_hook", []).append(wait_for_gc(wt.root))
-            ref_ms, _tree = timed(ref.capture)
-            figures.setdefault("ref_edit10", []).append(ref_ms)
-        stop_helper(data)
+    runtime = Path(tempfile.mkdtemp(prefix="snb-", dir="/tmp"))  # the servers' sockets
+    try:
+        with hermetic(home, runtime) as env:
+            wt = generate(work / "wt", size, env)
+            ref = ReferenceShadow(work / "ref-shadow", wt.root, env)
+            ref.init()
+            ref.capture()
+            data = work / "data"
+            served = dict(env, SNAPSHOTTER_HOOK_SERVER="1")
+            base = {"session_id": "bench", "cwd": str(wt.root)}
+            hook(data, served, {**base, "hook_event_name": "session_start"})  # the first capture
+            wait_for_gc(wt.root)
+            modes = ["cold"] * rounds + ["warm"] * rounds  # warm rounds keep one server up
+            for rnd, mode in enumerate(modes):
+                hook(data, served, {**base, "hook_event_name": "turn_start"})
+                for rel in pick(wt, rnd * EDITS, EDITS):
+                    append_edit(wt.root, rel, f"round {rnd}")
+                if mode == "cold":
+                    procs.stop_servers(runtime)  # as after the server's idle exit
+                else:
+                    procs.wait_for_server(runtime)  # the turn_start hook started it
+                ms = hook(
+                    data,
+                    served,
+                    {**base, "hook_event_name": "session_end"},
+                    "--arg",
+                    "max_checkpoints=1",
+                )
+                figures.setdefault(f"session_end_{mode}", []).append(ms)
+                figures.setdefault("gc_after_hook", []).append(wait_for_gc(wt.root))
+                ref_ms, _tree = timed(ref.capture)
+                figures.setdefault("ref_edit10", []).append(ref_ms)
+    finally:
+        procs.stop_servers(runtime)
+        shutil.rmtree(runtime, ignore_errors=True)
     return figures
 
 

@@ -1,73 +1,212 @@
-"""The benchmark runner works end to end, on a tiny worktree (no timing asserted)."""
+"""The benchmark runner works end to end, on tiny worktrees (no timing asserted)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+from conftest import git, write
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 EXPECTED_FIGURES = {
     "floor",
+    "python",
     "ref_first",
     "ref_nochange",
     "ref_edit10",
     "ref_changes",
-    "ref_restore10",
+    "ref_revert10",
+    "ref_redo10",
     "first",
     "nochange",
-    "nochange_watch",
-    "edit10",
-    "changes",
-    "undo10",
+    "hook_first",
     "hook",
+    "hook_edit10",
+    "undo10",
+    "redo10",
+    "api_nochange",
+    "changes",
     "ref_store_first",
     "store_first",
+    "store_first_shared",
+    "server_rss",
+    "server_hwm",
     "checkpoints_growth",
     "checkpoints_growth_after_gc",
 }
+# Issue 16's table, row by row: (our figure, what it is divided by).
+SUMMARY = {
+    "first": "ref_first",
+    "store_first": "ref_store_first",
+    "nochange": "ref_nochange",
+    "hook_first": "ref_nochange",
+    "hook_edit10": "ref_edit10",
+    "undo10": "ref_revert10",
+    "redo10": "ref_redo10",
+    "server_rss": "server_hwm",
+}
+PROCESS_FIGURES = {"first", "nochange", "hook_first", "hook_edit10", "undo10", "redo10"}
 
 
-def test_runner_measures_every_figure_at_200_files(tmp_path: Path) -> None:
+def bench(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
     out = tmp_path / "results.json"
     done = subprocess.run(
         [
             sys.executable,
             "-m",
             "benchmarks",
-            "--sizes",
-            "200",
             "--rounds",
             "1",
-            "--checkpoints",
-            "5",
             "--json",
             str(out),
             "--tmp-dir",
-            str(tmp_path),
+            str(tmp_path / "tmp"),
+            *args,
         ],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
         check=False,
-        timeout=600,
+        timeout=900,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "CHECK" not in done.stdout
-    assert "| git status --porcelain (the floor)" in done.stdout
-    assert "ours: undo of a 10-file checkpoint" in done.stdout
+    assert "CHECK" not in done.stdout, done.stdout
+    return done, json.loads(out.read_text())
 
-    document = json.loads(out.read_text())
-    rows = document["rows"]
-    assert {r["key"] for r in rows} >= EXPECTED_FIGURES
-    assert all(r["size"] == "200" for r in rows)
-    assert all(r["n"] >= 1 for r in rows)
-    (worktree,) = document["worktrees"]
-    assert worktree["tracked"] == 200
-    assert worktree["checks"] == []
-    assert worktree["checkpoints"]["recorded"] == 5
+
+def fingerprint(root: Path) -> dict[str, tuple[str, int, int]]:
+    """Every file under ``root`` (.git included): content hash, mode, mtime."""
+    found = {}
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            path = Path(dirpath, name)
+            st = path.lstat()
+            found[str(path.relative_to(root))] = (
+                hashlib.sha1(path.read_bytes()).hexdigest(),
+                st.st_mode,
+                st.st_mtime_ns,
+            )
+    return found
+
+
+def processes_with_home_under(path: Path) -> list[int]:
+    """Live processes whose HOME lies under ``path`` (the benchmark's hook servers would)."""
+    marker = b"HOME=" + os.fsencode(str(path))
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                environ = (entry / "environ").read_bytes().split(b"\0")
+                state = (entry / "stat").read_text().rpartition(") ")[2][:1]
+            except OSError:
+                continue
+            if state != "Z" and any(v.startswith(marker) for v in environ):
+                found.append(int(entry.name))
+    return found
+
+
+def check_summary(document: dict[str, Any], label: str, checkpoints: bool = False) -> None:
+    """Every row of issue 16's table is there for ``label``, with numbers that make sense."""
+    rows = {r["key"]: r for r in document["summary"] if r["size"] == label}
+    assert set(rows) == set(SUMMARY) | {"floor"}, f"summary rows for {label}: {sorted(rows)}"
+    for key, row in rows.items():
+        if key == "floor":
+            assert row["ours"] > 0, row
+            continue
+        assert row["ours"] is not None and row["ours"] >= 0, row
+        assert row["baseline"] is not None and row["baseline"] > 0, row
+        assert row["ratio"] is not None, row
+        assert abs(row["ratio"] - row["ours"] / row["baseline"]) < 1e-9, row
+        if row["unit"] == "ms":
+            assert row["ratio_floor"] is not None and row["ratio_floor"] > 0, row
+        if key in PROCESS_FIGURES:
+            assert row["ours_rss_mb"] > 0 and row["baseline_rss_mb"] > 0, row
+    server = rows["server_rss"]
+    assert 0 < server["ours"] <= server["baseline"], f"VmRSS above VmHWM: {server}"
+    # A hook handled by the server is a small process; one that did the work itself is not.
+    assert rows["hook_edit10"]["ours_rss_mb"] < rows["hook_first"]["ours_rss_mb"], rows
+    keys = {r["key"] for r in document["rows"] if r["size"] == label}
+    missing = (
+        EXPECTED_FIGURES
+        - keys
+        - (set() if checkpoints else {"checkpoints_growth", "checkpoints_growth_after_gc"})
+    )
+    assert not missing, f"figures missing for {label}: {sorted(missing)}"
+    assert all(r["median"] >= 0 and r["n"] >= 1 for r in document["rows"]), document["rows"]
+
+
+def test_runner_measures_every_figure_on_a_synthetic_tree_and_a_worktree_copy(
+    tmp_path: Path,
+) -> None:
+    source = tmp_path / "project"
+    source.mkdir()
+    git(source, "init", "-q", "-b", "main")
+    for i in range(40):
+        write(source, f"pkg/mod{i % 4}/file{i}.py", f"value = {i}\n" * 20)
+    write(source, ".gitignore", "*.log\n")
+    git(source, "add", "-A")
+    git(source, "commit", "-q", "-m", "base")
+    write(source, "notes.md", "untracked, kept\n")
+    write(source, "debug.log", "ignored\n")
+    before = fingerprint(source)
+
+    done, document = bench(
+        tmp_path, "--sizes", "200", "--checkpoints", "5", "--worktree", str(source)
+    )
+
+    for title in (
+        "first capture / reference first",
+        "bytes seeded from the source",
+        "`snapshotter capture` no change",
+        "hook, no server (first event)",
+        "hook with server, 10 files edited",
+        "`undo` of a 10-file turn",
+        "`redo` / reference redo",
+        "hook server RSS after warm-up / its peak",
+        "floor: git status --porcelain",
+    ):
+        assert done.stdout.count(f"| {title}") == 2, f"{title!r} not once per worktree"
+    check_summary(document, "200", checkpoints=True)
+    check_summary(document, "project")
+    worktrees = {w["label"]: w for w in document["worktrees"]}
+    assert worktrees["200"]["tracked"] == 200
+    assert worktrees["project"]["tracked"] == 41
+    assert worktrees["200"]["checkpoints"]["recorded"] == 5
+    assert all(w["checks"] == [] for w in worktrees.values())
     assert document["targets"]
-    # Everything lived in the temp dir given, and it is gone.
-    assert [p.name for p in tmp_path.iterdir()] == ["results.json"]
+    # The user's worktree was only read; the temp dir is gone; no hook server is left.
+    assert fingerprint(source) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["project", "results.json", "tmp"]
+    assert list((tmp_path / "tmp").iterdir()) == []
+    assert processes_with_home_under(tmp_path) == []
+
+
+def test_cached_tree_is_reused_and_left_as_generated(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    args = ("--sizes", "200", "--cache", str(cache), "--checkpoints", "0", "--cold-rounds", "1")
+    bench(tmp_path, *args)
+    (kept,) = cache.glob("synthetic-200-*")
+    root = kept / "worktree"
+    ready = (kept / "ready.json").stat().st_mtime_ns
+    pristine = git(root, "status", "--porcelain")
+    inode = (root / ".gitignore").stat().st_ino
+    assert pristine == "?? assets/\n?? notes/\n", pristine
+
+    # The reference's first capture stopped at once: a lower bound, and the run goes on.
+    done, document = bench(tmp_path, *args, "--reference-first-limit", "0.001")
+
+    check_summary(document, "200")
+    (first,) = [r for r in document["summary"] if r["key"] == "first"]
+    assert first["baseline_lower_bound"] and first["ratio_bound"] == "<", first
+    (line,) = [x for x in done.stdout.splitlines() if x.startswith("| first capture /")]
+    assert "| > " in line and "| <" in line, f"the bound is not shown: {line}"
+    assert (kept / "ready.json").stat().st_mtime_ns == ready, "the cached tree was regenerated"
+    assert (root / ".gitignore").stat().st_ino == inode, "the cached tree was regenerated"
+    assert git(root, "status", "--porcelain") == pristine, "the run's edits were left behind"
+    assert [p.name for p in cache.iterdir()] == [kept.name], "a temp dir was left in the cache"
