@@ -1,8 +1,9 @@
-"""The shadow store: a bare pygit2 repository of blobs and trees, per worktree.
+"""The shadow store: a bare repository of blobs and trees, per worktree.
 
-This module is the only one that writes git objects. It never opens the
+The store decides what to write; git/objects, git/packs and git/trees write
+it (compaction, below, only repacks what is stored). It never opens the
 source repository for writing and never creates a ``.git`` in the worktree:
-the shadow is bare and the worktree path is handed to the scanner instead of
+the shadow is bare and the worktree path is handed to the walk instead of
 being configured as the shadow's workdir (see MEASURED.md's pitfalls).
 """
 
