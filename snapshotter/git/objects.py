@@ -137,13 +137,6 @@ class ObjectDB:
             raise ObjectError(f"{tree!r} is not a tree")
         return obj
 
-    def is_tree(self, tree: str) -> bool:
-        try:
-            self._tree(tree)
-        except ObjectError:
-            return False
-        return True
-
     def tree_items(self, tree: bytes) -> dict[bytes, Entry]:
         """name → (mode, raw id) of a stored tree; empty for the empty tree."""
         if tree == bytes.fromhex(EMPTY_TREE):

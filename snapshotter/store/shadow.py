@@ -52,9 +52,7 @@ RACY_WINDOW_NS = 50_000_000
 REFUSED = "refused.json"
 REFUSAL_TTL_S = 3600.0
 # A hook waits this long for the store lock (inside docker-agent's 60 s hook
-# timeout), polling often: filelock polls, so a long interval lets busy
-# processes take the lock again and again ahead of a waiter (issue 13: 16 x 50
-# hooks under heavy load lost some to 30 s waits with the default 50 ms).
+# timeout), polling often (layout.LOCK_POLL_S).
 LOCK_TIMEOUT_S = 50.0
 # From this many files to hash, one pack beats one loose object per file.
 BULK_MIN_FILES = 64
