@@ -66,7 +66,9 @@ REAL_RUNTIME_DIRS = sorted(
         Path(f"/tmp/snapshotter-{os.getuid()}"),
     }
 )
-SERVER_MODULE = "snapshotter.hooks.server"
+# What a hook server runs as: started by a hook (the CLI's entry, which also runs
+# forked commands), or by a test that wants the hooks-only server.
+SERVER_MODULES = (b"snapshotter.cli.served", b"snapshotter.hooks.server")
 
 
 def tree_state(root: Path, depth: int = 4) -> dict[str, tuple[bool, int, int]]:
@@ -98,13 +100,14 @@ def hook_servers() -> dict[int, tuple[Path, str]]:
             continue
         try:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
-            if SERVER_MODULE.encode() not in argv:
+            module = next((m for m in SERVER_MODULES if m in argv), None)
+            if module is None:
                 continue
             environ = (entry / "environ").read_bytes().split(b"\0")
         except OSError:
             continue  # gone, or not ours to read
         home = next((v[5:] for v in environ if v.startswith(b"HOME=")), b"")
-        sock = argv[argv.index(SERVER_MODULE.encode()) + 1]  # the server's one argument
+        sock = argv[argv.index(module) + 1]  # the server's one argument
         found[int(entry.name)] = (Path(os.fsdecode(sock)), os.fsdecode(home))
     return found
 

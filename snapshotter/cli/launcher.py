@@ -16,6 +16,11 @@ def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     parsed = _hook_args(args)
     if parsed is None:
+        from snapshotter.cli import served
+
+        code = served.run(args)
+        if code is not None:
+            sys.exit(code)
         from snapshotter.cli.main import main as cli_main
 
         cli_main(args)

@@ -16,6 +16,10 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
+# The environment a capture depends on (data directory, git config): the
+# server's must equal the client's. PATH is left out on purpose: a command run
+# from the user's shell must find the server the agent's hooks started, and a
+# forked command gets the client's whole environment anyway (cli/served.py).
 _ENV_KEYS = (
     "HOME",
     "XDG_CONFIG_HOME",
@@ -24,8 +28,10 @@ _ENV_KEYS = (
     "GIT_CONFIG_GLOBAL",
     "GIT_CONFIG_SYSTEM",
     "GIT_CONFIG_NOSYSTEM",
-    "PATH",
 )
+# The server process: hooks and forked CLI commands (cli/served.py), so its
+# entry is the top layer's. A module name, not an import: this runs in every hook.
+SERVER_MODULE = "snapshotter.cli.served"
 CLIENT_TIMEOUT_S = 55.0  # inside docker-agent's default 60 s hook timeout
 # How long a server may take to take an event on; past it the hook handles
 # the event itself, so one stuck event never holds other hooks up (issue 13.12).
@@ -157,6 +163,18 @@ def send(
     return None
 
 
+def connect(path: str | os.PathLike[str], timeout: float) -> _socket.socket | None:
+    """A connection to the server at ``path``; None when none listens there."""
+    conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        conn.settimeout(timeout)
+        conn.connect(os.fspath(path))
+    except OSError:
+        conn.close()
+        return None
+    return conn
+
+
 def stop(path: str | os.PathLike[str]) -> None:
     conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
@@ -173,7 +191,7 @@ def start(path: str | os.PathLike[str]) -> None:
     import subprocess  # only on this rare path: the hook's start-up stays lean
 
     subprocess.Popen(
-        [sys.executable, "-m", "snapshotter.hooks.server", os.fspath(path)],
+        [sys.executable, "-m", SERVER_MODULE, os.fspath(path)],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -184,6 +202,16 @@ def start(path: str | os.PathLike[str]) -> None:
 
 def frame(data: bytes) -> bytes:
     return len(data).to_bytes(4, "big") + data
+
+
+def split_frames(data: bytes) -> list[bytes]:
+    """The frames ``frame`` joined into ``data``, in order."""
+    found, at = [], 0
+    while at < len(data):
+        size = int.from_bytes(data[at : at + 4], "big")
+        found.append(data[at + 4 : at + 4 + size])
+        at += 4 + size
+    return found
 
 
 def read_frame(conn: _socket.socket) -> bytes:

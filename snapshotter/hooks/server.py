@@ -23,6 +23,21 @@ A client that gets no "ready" in time closes the connection and handles the
 event itself; the server handles nothing it was not told "go" for, so the
 two never both handle one event. Once the client said "go" the event is the
 server's (see ``client.send``).
+
+Two more requests use the server's warm state (issue 16.2). ``capture``
+(remote_capture.py) captures a worktree with this process's watcher, for a
+process that holds the store lock. ``cli`` runs a CLI command in a child
+forked from this warm process, on the client's own stdin, stdout and stderr
+(sent over the socket), in its directory, environment and umask: the
+command skips Python's start-up and captures through ``capture``. The fork
+waits until no request is under way (a thread inside libgit2 or holding a
+lock at fork time would leave the child deadlocked) and holds new ones back
+until it is done; a client that gets no "ready" in time runs the command
+itself, exactly as without a server:
+
+    client → "cli" frame, its frames     server → "ready\n" (once it may fork)
+    client → "go\n" with the three descriptors
+    server → "pid N\n", then "exit CODE\n" when the child is done
 """
 
 from __future__ import annotations
@@ -36,22 +51,74 @@ import struct
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
+
+# A forked child's work: (the client's frames, its three descriptors) -> exit code.
+CommandRunner = Callable[[list[bytes], list[int]], int]
 
 IDLE_S = 300.0
 MAX_THREADS = 32  # beyond this a client gets no "ready" and handles its event itself
 GO_TIMEOUT_S = 10.0  # a client that said nothing after "ready" has gone
 DRAIN_S = 60.0  # on stop, how long events under way may take to finish
 _TICK_S = 1.0  # how often the accept loop looks at the stop flag and the idle clock
+# How long a CLI request waits for requests under way to finish before it may
+# fork; past it the client gets no "ready" (inside client.READY_TIMEOUT_S) and
+# runs the command itself.
+QUIET_S = 1.5
+MAX_FDS = 3  # stdin, stdout, stderr
+
+
+class _Gate:
+    """Requests under way, and the fork that must find none (see the module doc)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._running = 0
+        self._forking = False
+
+    @contextlib.contextmanager
+    def work(self) -> Iterator[None]:
+        with self._cond:
+            self._cond.wait_for(lambda: not self._forking)
+            self._running += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._running -= 1
+                self._cond.notify_all()
+
+    def close(self, timeout: float) -> bool:
+        """Wait for a quiet moment and keep new work out; False if none came in time."""
+        with self._cond:
+            quiet = self._cond.wait_for(lambda: self._running == 0 and not self._forking, timeout)
+            if quiet:
+                self._forking = True
+            return quiet
+
+    def open(self) -> None:
+        with self._cond:
+            self._forking = False
+            self._cond.notify_all()
 
 
 class _Server:
     """The listening socket's state shared with the connection threads."""
 
-    def __init__(self, listener: socket.socket, path: Path) -> None:
+    def __init__(
+        self,
+        listener: socket.socket,
+        path: Path,
+        run_command: CommandRunner | None = None,
+        keep_out: tuple[int, ...] = (),
+    ) -> None:
         self.listener = listener
         self.path = path
+        self.run_command = run_command
+        self.keep_out = keep_out  # descriptors a forked child must not hold (the lock file)
+        self.gate = _Gate()
         self.stopping = threading.Event()
         self.busy = 0
         self.last_done = time.monotonic()
@@ -99,13 +166,98 @@ class _Server:
     def _serve(self, conn: socket.socket) -> None:
         try:
             with conn:
-                if not _handle(conn):
+                if not self._handle(conn):
                     self.stop()
         finally:
             with self.mutex:
                 self.busy -= 1
                 self.last_done = time.monotonic()
             self.threads.discard(threading.current_thread())
+
+    def _handle(self, conn: socket.socket) -> bool:
+        """Serve one request; False when asked to stop."""
+        from snapshotter.hooks.client import READY, read_frame
+
+        conn.settimeout(30.0)
+        try:
+            header = read_frame(conn)
+            if header == b"stop":
+                conn.sendall(b"ok\n")
+                return False
+            body = read_frame(conn)
+            if header == b"cli":
+                self._command(conn, body)
+            elif header == b"capture":
+                from snapshotter.hooks import remote_capture
+
+                with self.gate.work():
+                    conn.sendall(remote_capture.serve(body))
+            else:
+                conn.sendall(READY)
+                self._event(conn, header, body)
+        except (OSError, struct.error, ValueError):
+            pass  # before "go" the client handles its request itself; after it, it was ours
+        return True
+
+    def _event(self, conn: socket.socket, header: bytes, body: bytes) -> None:
+        from snapshotter.config import data_dir as resolve
+        from snapshotter.hooks.client import GO, read_line
+        from snapshotter.hooks.command import run_request as handle
+
+        conn.settimeout(GO_TIMEOUT_S)
+        if read_line(conn) != GO:
+            return  # the client gave up and handles the event itself
+        conn.settimeout(30.0)
+        data_dir, _, args = header.decode("utf-8", "surrogateescape").partition("\0")
+        with self.gate.work():
+            error = handle(body, resolve(data_dir or None), [a for a in args.split("\0") if a])
+        conn.sendall(b"ok\n" if error is None else b"err " + error.encode(errors="replace") + b"\n")
+
+    def _command(self, conn: socket.socket, body: bytes) -> None:
+        """Run a CLI command in a forked child (see the module doc)."""
+        from snapshotter.hooks.client import GO, READY, split_frames
+
+        if self.run_command is None or not self.gate.close(QUIET_S):
+            return  # no "ready": the client runs the command itself
+        try:
+            conn.sendall(READY)
+            conn.settimeout(GO_TIMEOUT_S)
+            go, fds = _receive_fds(conn)
+            if go != GO or len(fds) != MAX_FDS:
+                for fd in fds:
+                    os.close(fd)
+                return
+            pid = self._fork(conn, split_frames(body), fds)
+        finally:
+            self.gate.open()
+        for fd in fds:
+            os.close(fd)
+        conn.settimeout(30.0)
+        conn.sendall(b"pid %d\n" % pid)
+        _, status = os.waitpid(pid, 0)
+        code = os.waitstatus_to_exitcode(status)
+        conn.sendall(b"exit %d\n" % (128 - code if code < 0 else code))
+
+    def _fork(self, conn: socket.socket, frames: list[bytes], fds: list[int]) -> int:
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # we made sure no thread works
+            pid = os.fork()
+        if pid:
+            return pid
+        code = 70  # EX_SOFTWARE, should the runner itself fail
+        try:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            signal.signal(signal.SIGHUP, signal.SIG_DFL)
+            self.listener.close()
+            conn.close()
+            for fd in self.keep_out:
+                os.close(fd)
+            assert self.run_command is not None
+            code = self.run_command(frames, fds)
+        finally:
+            os._exit(code)
 
     def drain(self) -> None:
         """Let events under way finish (their clients said "go": they are ours)."""
@@ -114,7 +266,8 @@ class _Server:
             thread.join(max(0.0, deadline - time.monotonic()))
 
 
-def serve(sock_path: Path) -> None:
+def serve(sock_path: Path, run_command: CommandRunner | None = None) -> None:
+    """Serve hook events (and, given ``run_command``, CLI commands) until idle."""
     lock_path = f"{sock_path}.lock"
     lock = open(lock_path, "w")  # noqa: SIM115 - held for the process's life
     try:
@@ -125,7 +278,7 @@ def serve(sock_path: Path) -> None:
     _exit_on_signals()
     os.umask(0o077)  # as in the hook process: store files private (it never restores)
     try:
-        _run(sock_path)
+        _run(sock_path, run_command, (lock.fileno(),))
     finally:
         # Every way out (idle, stop, SIGTERM, an exception) leaves nothing behind
         # in the runtime directory (issue 13.16). The socket goes first, while we
@@ -137,7 +290,7 @@ def serve(sock_path: Path) -> None:
         lock.close()
 
 
-def _run(sock_path: Path) -> None:
+def _run(sock_path: Path, run_command: CommandRunner | None, keep_out: tuple[int, ...]) -> None:
     with contextlib.suppress(FileNotFoundError):
         os.unlink(sock_path)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -145,13 +298,25 @@ def _run(sock_path: Path) -> None:
         listener.bind(str(sock_path))
         listener.listen(64)
         _warm_up()
-        server = _Server(listener, sock_path)
+        server = _Server(listener, sock_path, run_command, keep_out)
         try:
             server.loop()
         finally:
             with contextlib.suppress(OSError):
                 os.unlink(sock_path)  # no new client connects while we drain
             server.drain()
+
+
+def _receive_fds(conn: socket.socket) -> tuple[bytes, list[int]]:
+    """One short message and the descriptors sent along with it."""
+    size = MAX_FDS * struct.calcsize("i")
+    data, ancillary, _flags, _addr = conn.recvmsg(16, socket.CMSG_SPACE(size))
+    fds: list[int] = []
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            usable = len(payload) - len(payload) % struct.calcsize("i")
+            fds += struct.unpack(f"{usable // struct.calcsize('i')}i", payload[:usable])
+    return data, fds
 
 
 def _exit_on_signals() -> None:
@@ -173,32 +338,6 @@ def _warm_up() -> None:
 
     objects.preload()
     watch.enable()  # this process captures the same worktrees again and again
-
-
-def _handle(conn: socket.socket) -> bool:
-    """Serve one request; False when asked to stop."""
-    from snapshotter.config import data_dir as resolve
-    from snapshotter.hooks.client import GO, READY, read_frame, read_line
-    from snapshotter.hooks.command import run_request as handle
-
-    conn.settimeout(30.0)
-    try:
-        header = read_frame(conn)
-        if header == b"stop":
-            conn.sendall(b"ok\n")
-            return False
-        body = read_frame(conn)
-        conn.sendall(READY)
-        conn.settimeout(GO_TIMEOUT_S)
-        if read_line(conn) != GO:
-            return True  # the client gave up and handles the event itself
-        conn.settimeout(30.0)
-        data_dir, _, args = header.decode("utf-8", "surrogateescape").partition("\0")
-        error = handle(body, resolve(data_dir or None), [a for a in args.split("\0") if a])
-        conn.sendall(b"ok\n" if error is None else b"err " + error.encode(errors="replace") + b"\n")
-    except (OSError, struct.error, ValueError):
-        pass  # before "go" the client handles its event itself; after it, the event was ours
-    return True
 
 
 if __name__ == "__main__":

@@ -42,7 +42,9 @@ from snapshotter.store.layout import file_lock, store_key
 from snapshotter.store.walk import ScanResult, Skip, Stat, rescan, scan
 
 if TYPE_CHECKING:
-    import filelock
+    from contextlib import AbstractContextManager
+
+    Lock = AbstractContextManager[object]
 
 # A file modified this close to the start of a scan may change again without
 # its mtime moving (the kernel's clock is coarse), so its stat data is not
@@ -64,6 +66,13 @@ LOOSE_PACK_AT = packwriter.LOOSE_PACK_AT
 # Files with other hard links are re-checked by stat on every watched capture
 # (a write through another name raises no event here); past this, just walk.
 MAX_LINKED = 1000
+
+# Set in a CLI command forked from the hook server (hooks/remote_capture.py):
+# its captures are taken by the server, whose watcher knows what changed since
+# the last one, instead of by a walk here. It returns None when the server
+# cannot take it; the capture is then taken here. Called with the lock held.
+CaptureElsewhere = Callable[["Store", int, frozenset[str], "int | None", bool], "Capture | None"]
+capture_elsewhere: CaptureElsewhere | None = None
 
 
 def _make_private(data_dir: Path, root: Path) -> None:
@@ -103,9 +112,7 @@ class Capture:
 class Store:
     """One worktree's store directory: ``git/`` objects, index, manifest, state, lock."""
 
-    def __init__(
-        self, root: Path, worktree: Worktree, lock: filelock.FileLock | None = None
-    ) -> None:
+    def __init__(self, root: Path, worktree: Worktree, lock: Lock | None = None) -> None:
         self.root = root
         self.worktree = worktree
         self.objects = ObjectDB(root / "git")
@@ -147,7 +154,7 @@ class Store:
         """Forget the open repository (after gc replaced its packs)."""
         self.objects.reopen()
 
-    def locked(self) -> filelock.FileLock:
+    def locked(self) -> Lock:
         """The store's lock. flock-based, so a killed holder never leaves it stuck."""
         if self._lock is None:
             self._lock = file_lock(self.root / "lock", timeout=LOCK_TIMEOUT_S)
@@ -187,6 +194,10 @@ class Store:
         restore's safety capture turns it off: the way back is never refused.
         """
         with self.locked():
+            if capture_elsewhere is not None:
+                found = capture_elsewhere(self, max_new_file_size, excluded, max_files, guard)
+                if found is not None:
+                    return found
             refused = self._refused_before(max_files) if guard else False
             try:
                 capture = self._capture(max_new_file_size, excluded, max_files, guard)

@@ -1,0 +1,214 @@
+"""CLI commands run by the hook server, on its warm state (issue 16.2).
+
+A CLI process pays ~250 ms of imports, then walks the whole worktree to see
+what changed. When a hook server runs for the data directory (an agent
+session is under way), ``run`` hands the command to it instead: the server
+forks a child that already has every module loaded, and the child's captures
+go back to the server, whose watcher knows what changed (remote_capture.py).
+The child runs on this process's own stdin, stdout and stderr (sent over the
+socket), in its directory, environment and umask, and its exit code becomes
+ours; a signal we get (Ctrl-C) is passed on to it.
+
+Nothing is lost when no server can take the command: ``run`` returns None
+before the server has agreed to run it, and the command runs here as usual.
+This module is imported on every CLI start, so the client side imports only
+what the hook's client does.
+"""
+
+from __future__ import annotations
+
+import _socket
+import os
+import sys
+
+from snapshotter.cli.argv import data_dir_option
+from snapshotter.hooks import client
+
+# Commands that read the worktree or the store; the rest (init, gc, demo, hook)
+# gain nothing from the server or must not run in it.
+WARM_COMMANDS = frozenset({"capture", "undo", "redo", "reset", "list", "diff", "show", "restore"})
+PAGED_COMMANDS = frozenset({"diff"})  # through a pager on a terminal: see ``_served``
+_GLOBAL_WITH_VALUE = frozenset({"--data-dir", "-C"})
+_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT")
+
+
+def run(args: list[str]) -> int | None:
+    """The command's exit code, run by the hook server; None to run it here."""
+    data_dir, _rest = data_dir_option(args)
+    if not _served(args) or not client.enabled():
+        return None
+    path = client.socket_file(data_dir)
+    if path is None or not os.path.exists(path):
+        return None  # no agent session under way: the CLI never starts a server
+    try:
+        meta = _request(args)
+    except (OSError, ValueError):
+        return None  # no usable directory or standard streams: run here
+    conn = client.connect(path, client.READY_TIMEOUT_S)
+    if conn is None:
+        return None
+    try:
+        conn.sendall(client.frame(b"cli") + client.frame(meta))
+        if client.read_line(conn) != client.READY:
+            conn.close()
+            return None  # busy: it will not run it
+        fds = b"".join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in (0, 1, 2))
+        conn.sendmsg([client.GO], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
+    except OSError:
+        conn.close()
+        return None  # before "go" arrived the server runs nothing
+    return _wait(conn)
+
+
+def _served(args: list[str]) -> bool:
+    """Whether the command is one to hand over (its name is the first non-option)."""
+    if os.environ.get("SNAPSHOTTER_HOOK_SERVER", "1") == "0":
+        return False
+    at = 0
+    while at < len(args) and args[at].startswith("-"):
+        at += 1 + (args[at] in _GLOBAL_WITH_VALUE)
+    if at >= len(args) or args[at] not in WARM_COMMANDS:
+        return False
+    # A pager needs the controlling terminal, which a child of the server lacks.
+    return not (args[at] in PAGED_COMMANDS and os.isatty(1) and "--no-pager" not in args)
+
+
+def _request(args: list[str]) -> bytes:
+    """What the child needs to be this process: directory, umask, streams' encoding, argv, env."""
+    for fd in (0, 1, 2):
+        os.fstat(fd)  # a closed standard stream: not ours to pass on
+    mask = os.umask(0)
+    os.umask(mask)
+    streams = [getattr(s, "encoding", None) or "" for s in (sys.stdin, sys.stdout, sys.stderr)]
+    env = [f"{k}={v}" for k, v in os.environ.items()]
+    fields = [os.getcwd(), str(mask), *streams, str(len(args)), *args, *env]
+    return b"".join(client.frame(os.fsencode(f)) for f in fields)
+
+
+def _wait(conn: _socket.socket) -> int:
+    """Relay signals to the child until it exits; its exit code."""
+    import contextlib
+    import signal
+
+    try:
+        conn.settimeout(60.0)
+        line = client.read_line(conn)
+        if not line.startswith(b"pid "):
+            return _lost()
+        pid = int(line[4:])
+
+        def forward(signum: int, _frame: object) -> None:
+            with contextlib.suppress(OSError):  # it has just exited
+                os.kill(pid, signum)
+
+        for name in _SIGNALS:
+            signal.signal(getattr(signal, name), forward)
+        conn.settimeout(None)
+        line = client.read_line(conn)
+    except (OSError, ValueError):
+        return _lost()
+    finally:
+        conn.close()
+    if not line.startswith(b"exit "):
+        return _lost()
+    return int(line[5:])
+
+
+def _lost() -> int:
+    print(
+        "snapshotter: the hook server stopped while running this command; "
+        "what it printed above is all it did (see `snapshotter list`)",
+        file=sys.stderr,
+    )
+    return 1
+
+
+# -- in the server's forked child ---------------------------------------------
+
+
+def run_child(frames: list[bytes], fds: list[int]) -> int:
+    """Become the client's process, then run its command; the exit code."""
+    import io
+    import signal
+
+    from snapshotter.hooks import remote_capture
+
+    cwd, mask, *encodings = (os.fsdecode(f) for f in frames[:5])
+    count = int(frames[5])
+    args = [os.fsdecode(f) for f in frames[6 : 6 + count]]
+    env = dict(os.fsdecode(f).partition("=")[::2] for f in frames[6 + count :])
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    os.umask(int(mask))
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(cwd)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    sys.argv = ["snapshotter", *args]
+    sys.stdin = io.TextIOWrapper(
+        io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding=encodings[0] or None
+    )
+    sys.stdout, sys.stderr = (
+        io.TextIOWrapper(
+            io.BufferedWriter(io.FileIO(fd, "w", closefd=False)),
+            encoding=encoding or None,
+            errors="backslashreplace" if fd == 2 else "strict",
+            line_buffering=fd == 2 or os.isatty(fd),
+        )
+        for fd, encoding in ((1, encodings[1]), (2, encodings[2]))
+    )
+    remote_capture.install(_server_path)
+    from snapshotter.cli.main import main
+
+    code: int = 0
+    try:
+        main(args)
+    except SystemExit as exc:
+        code = _exit_code(exc.code)
+    import contextlib
+
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing to keep
+            stream.flush()
+    return code
+
+
+def _exit_code(value: object) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, int):
+        return value
+    print(value, file=sys.stderr)
+    return 1
+
+
+_server_path = ""
+
+
+def serve(path: str) -> None:
+    """The server process: hook events, and these commands (``client.start`` runs it)."""
+    global _server_path
+    from pathlib import Path
+
+    from snapshotter.hooks.server import serve as serve_hooks
+
+    _server_path = path
+    _warm_up()
+    serve_hooks(Path(path), run_child)
+
+
+def _warm_up() -> None:
+    """What the served commands import, loaded once here instead of in every child."""
+    import snapshotter.cli.main
+    import snapshotter.cli.output
+    import snapshotter.cli.terminal
+    import snapshotter.history.lookup
+    import snapshotter.history.undo
+    import snapshotter.hooks.remote_capture
+    import snapshotter.store.changes
+    import snapshotter.store.restore  # noqa: F401
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1])

@@ -1,0 +1,261 @@
+"""CLI commands run by the hook server on its warm state (issue 16.2).
+
+When a hook server runs for the data directory, ``capture``, ``undo``,
+``redo``, ``reset``, ``list`` and ``diff`` are forked from it and capture
+through its watcher. They must behave exactly as the same command run in its
+own process: same output, exit code, files, modes and errors; and with no
+server the command runs where it was typed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import pytest
+from builders import event, hook_ok, make_repo, write
+
+from snapshotter.hooks import client
+
+# The console script's body, plus where the command ran: the served path never
+# loads the click CLI into the client process.
+CLIENT = """
+import os, sys
+from snapshotter.cli.launcher import main
+try:
+    main(sys.argv[1:])
+finally:
+    with open(os.environ["WHERE_FILE"], "w") as f:
+        f.write("local" if "snapshotter.cli.main" in sys.modules else "served")
+"""
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch, data_dir: Path) -> Iterator[Path]:
+    monkeypatch.setenv("SNAPSHOTTER_HOOK_SERVER", "1")
+    path = client.socket_path(data_dir)
+    assert path is not None, "a private socket directory is available"
+    yield path
+    with contextlib.suppress(OSError):
+        client.stop(path)
+
+
+def start_server(root: Path, data_dir: Path, sock: Path, session: str = "s") -> None:
+    """The first hook of a session starts the server, as in an agent."""
+    hook_ok(event("session_start", root, session), data_dir)
+    deadline = time.monotonic() + 60
+    while not sock.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert sock.exists(), "the first hook started a hook server"
+
+
+def cli(
+    tmp_path: Path,
+    data_dir: Path,
+    *args: str,
+    cwd: Path,
+    served: bool,
+    env: Mapping[str, str] | None = None,
+) -> tuple[int, str, str, str]:
+    """(exit code, stdout, stderr, where it ran) of ``snapshotter ARGS``."""
+    where = tmp_path / "where"
+    environ = {**os.environ, "WHERE_FILE": str(where), **(env or {})}
+    if not served:
+        environ["SNAPSHOTTER_HOOK_SERVER"] = "0"
+    done = subprocess.run(
+        [sys.executable, "-c", CLIENT, "--data-dir", str(data_dir), *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=environ,
+        timeout=120,
+        check=False,
+    )
+    return done.returncode, done.stdout, done.stderr, where.read_text()
+
+
+def snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file under ``root`` outside .git: its bytes and permission bits."""
+    found = {}
+    for path in sorted(root.rglob("*")):
+        if ".git" in path.relative_to(root).parts or not path.is_file():
+            continue
+        found[str(path.relative_to(root))] = (path.read_bytes(), stat.S_IMODE(path.stat().st_mode))
+    return found
+
+
+def agent_turn(
+    root: Path, data_dir: Path, files: Mapping[str, str | None], session: str = "s"
+) -> None:
+    """A turn through real hook processes (served): edits and deletions."""
+    hook_ok(event("turn_start", root, session), data_dir)
+    for rel, text in files.items():
+        if text is None:
+            (root / rel).unlink()
+        else:
+            write(root, rel, text)
+    hook_ok(event("turn_end", root, session), data_dir)
+
+
+def test_capture_through_the_server_sees_every_edit_since_its_last_capture(
+    tmp_path: Path, data_dir: Path, server: Path
+) -> None:
+    root = make_repo(tmp_path / "r", {"a.txt": "a\n", "src/b.py": "b\n"})
+    start_server(root, data_dir, server)
+    code, out, err, where = cli(tmp_path, data_dir, "capture", cwd=root, served=True)
+    assert (code, where) == (0, "served"), err
+    first = out.strip()
+    write(root, "a.txt", "edited after the server's capture\n")
+    write(root, "src/new.txt", "new\n")
+    (root / "src" / "b.py").unlink()
+    code, out, err, where = cli(tmp_path, data_dir, "capture", cwd=root, served=True)
+    assert (code, where) == (0, "served"), err
+    served_tree = out.strip()
+    code, out, err, where = cli(tmp_path, data_dir, "capture", cwd=root, served=False)
+    assert (code, where) == (0, "local"), err
+    assert served_tree == out.strip() != first, "the served capture is the walk's tree"
+
+
+def test_undo_and_redo_through_the_server_match_a_process_of_their_own(
+    tmp_path: Path, data_dir: Path, server: Path
+) -> None:
+    trees = {}
+    outputs = {}
+    for served in (True, False):
+        root = make_repo(tmp_path / f"r{served}", {"a.txt": "a\n", "gone.txt": "g\n"})
+        (root / "gone.txt").chmod(0o755)
+        session = f"s-{served}"  # a session works in one worktree
+        start_server(root, data_dir, server, session)
+        agent_turn(
+            root, data_dir, {"a.txt": "agent\n", "gone.txt": None, "added.txt": "x\n"}, session
+        )
+        after_turn = snapshot(root)
+        runs = []
+        for command in ("undo", "redo", "undo"):
+            code, out, err, where = cli(
+                tmp_path, data_dir, command, "--json", cwd=root, served=served
+            )
+            assert code == 0, f"{command} (served={served}, ran {where}): {err}"
+            assert where == ("served" if served else "local")
+            report = json.loads(out)
+            runs.append((command, sorted(report["restored"]), sorted(report["removed"])))
+        trees[served] = snapshot(root)
+        outputs[served] = runs
+        assert trees[served] != after_turn
+    assert outputs[True] == outputs[False], "same files restored and removed, served or not"
+    assert trees[True] == trees[False], "same bytes and modes, served or not"
+    assert trees[True]["gone.txt"] == (b"g\n", 0o755)
+
+
+def test_errors_and_exit_codes_are_the_commands_own(
+    tmp_path: Path, data_dir: Path, server: Path
+) -> None:
+    root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
+    start_server(root, data_dir, server)
+    results = []
+    for served in (True, False):
+        for args in (("undo",), ("reset", "99"), ("list", "--session", "nope"), ("frobnicate",)):
+            code, out, err, where = cli(tmp_path, data_dir, *args, cwd=root, served=served)
+            results.append((served, args, code, out, err))
+    served_part = [r[2:] for r in results if r[0]]
+    local_part = [r[2:] for r in results if not r[0]]
+    assert served_part == local_part
+    assert any(code not in (0, 1) for code, _out, _err in served_part), "distinct exit codes"
+    assert all("Traceback" not in err for _c, _o, err in served_part)
+
+
+def test_directory_umask_and_environment_are_the_clients(
+    tmp_path: Path, data_dir: Path, server: Path
+) -> None:
+    root = make_repo(tmp_path / "r", {"sub/a.txt": "a\n", "b.txt": "b\n"})
+    start_server(root, data_dir, server)
+    agent_turn(root, data_dir, {"sub/a.txt": None, "b.txt": "agent\n"})
+    mask = os.umask(0o027)
+    try:
+        code, out, err, where = cli(
+            tmp_path, data_dir, "undo", cwd=root / "sub", served=True, env={"NO_COLOR": "1"}
+        )
+    finally:
+        os.umask(mask)
+    assert (code, where) == (0, "served"), err
+    restored = root / "sub" / "a.txt"
+    assert restored.read_text() == "a\n"
+    assert stat.S_IMODE(restored.stat().st_mode) == 0o640, "the client's umask, not the server's"
+    other = make_repo(tmp_path / "other", {"c.txt": "c\n"})
+    listed = [cli(tmp_path, data_dir, "list", cwd=d, served=True) for d in (root / "sub", other)]
+    assert [(code, where) for code, _out, _err, where in listed] == [(0, "served")] * 2
+    assert "no checkpoints" not in listed[0][1] and "turn_end" in listed[0][1]
+    assert listed[1][1:3] == cli(tmp_path, data_dir, "list", cwd=other, served=False)[1:3]
+    assert "turn_end" not in listed[1][1], "the other worktree's own (empty) list"
+
+
+def test_without_a_server_the_command_runs_here_and_starts_none(
+    tmp_path: Path, data_dir: Path, server: Path
+) -> None:
+    root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
+    code, out, err, where = cli(tmp_path, data_dir, "capture", cwd=root, served=True)
+    assert (code, where) == (0, "local"), err
+    assert not server.exists(), "the CLI never starts a hook server"
+
+
+def test_a_paged_command_on_a_terminal_runs_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pager needs the controlling terminal, which the server's children lack."""
+    import pty
+
+    monkeypatch.setenv("SNAPSHOTTER_HOOK_SERVER", "1")
+    from snapshotter.cli import served
+
+    leader, follower = pty.openpty()
+    saved = os.dup(1)
+    try:
+        os.dup2(follower, 1)
+        assert not served._served(["diff"])
+        assert served._served(["diff", "--no-pager"])
+        assert served._served(["--data-dir", "d", "-C", "x", "undo"])
+    finally:
+        os.dup2(saved, 1)
+        for fd in (saved, leader, follower):
+            os.close(fd)
+    assert served._served(["diff"]), "not on a terminal: no pager, so served"
+    assert not served._served(["gc"]) and not served._served(["-C", "undo", "gc"])
+
+
+def test_a_busy_server_leaves_the_command_to_the_client(
+    tmp_path: Path, data_dir: Path, server: Path
+) -> None:
+    """The fork waits for a quiet moment; an event stuck on a lock means: run it here."""
+    import filelock
+
+    from snapshotter.engine import Engine
+
+    busy = make_repo(tmp_path / "busy", {"a.txt": "a\n"})
+    other = make_repo(tmp_path / "other", {"b.txt": "b\n"})
+    start_server(busy, data_dir, server, "s-busy")
+    hook_ok(event("session_start", other, "s-other"), data_dir)
+    engine = Engine.open(busy, data_dir_path=data_dir, create=False)
+    assert engine is not None
+    with filelock.FileLock(str(engine.store.root / "lock")):
+        stuck = subprocess.Popen(
+            [sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), "hook"],
+            stdin=subprocess.PIPE,
+        )
+        assert stuck.stdin is not None
+        stuck.stdin.write(json.dumps(event("turn_start", busy, "s-busy")).encode())
+        stuck.stdin.close()
+        deadline = time.monotonic() + 60
+        ran = []
+        while time.monotonic() < deadline and "local" not in ran:
+            code, out, err, where = cli(tmp_path, data_dir, "list", cwd=other, served=True)
+            assert code == 0, err
+            ran.append(where)
+        assert ran[-1] == "local", "while an event waits on a lock, commands run in the client"
+    assert stuck.wait(timeout=120) == 0
+    code, _out, err, where = cli(tmp_path, data_dir, "list", cwd=other, served=True)
+    assert (code, where) == (0, "served"), err
