@@ -87,7 +87,12 @@ FIGURES: dict[str, tuple[str, str, str | None]] = {
     ),
     "ref_redo10": ("reference redo (the same, back to the safety tree)", "ms", None),
     "first": ("ours: `snapshotter capture`, first (fresh data dir)", "ms", "ref_first"),
-    "nochange": ("ours: `snapshotter capture`, no change", "ms", "ref_nochange"),
+    "nochange": ("ours: `snapshotter capture`, no change, no server", "ms", "ref_nochange"),
+    "nochange_served": (
+        "ours: `snapshotter capture`, no change, a hook server running",
+        "ms",
+        "ref_nochange",
+    ),
     "hook_first": (
         "ours: `snapshotter hook`, no server (a session's first event)",
         "ms",
@@ -99,8 +104,12 @@ FIGURES: dict[str, tuple[str, str, str | None]] = {
         "ms",
         "ref_edit10",
     ),
-    "undo10": ("ours: `snapshotter undo` of a 10-file turn", "ms", "ref_revert10"),
-    "redo10": ("ours: `snapshotter redo`", "ms", "ref_redo10"),
+    "undo10": (
+        "ours: `snapshotter undo` of a 10-file turn (a hook server running)",
+        "ms",
+        "ref_revert10",
+    ),
+    "redo10": ("ours: `snapshotter redo` (a hook server running)", "ms", "ref_redo10"),
     "api_nochange": (
         "ours: Engine.capture(), no change (public API, in-process)",
         "ms",
@@ -122,7 +131,12 @@ SUMMARY: list[tuple[str, str, str]] = [
         "store_first",
         "ref_store_first",
     ),
-    ("`snapshotter capture` no change / reference no change", "nochange", "ref_nochange"),
+    ("`snapshotter capture` no change, no server / reference", "nochange", "ref_nochange"),
+    (
+        "`snapshotter capture` no change, server running / reference",
+        "nochange_served",
+        "ref_nochange",
+    ),
     ("hook, no server (first event) / reference no change", "hook_first", "ref_nochange"),
     ("hook with server, 10 files edited / reference capture", "hook_edit10", "ref_edit10"),
     ("`undo` of a 10-file turn / reference revert", "undo10", "ref_revert10"),
@@ -323,7 +337,8 @@ class Bench:
     def cli(self, data: Path, *args: str, stdin: bytes | None = None) -> Done:
         """One snapshotter process on ``data``, run in the worktree; it must succeed.
 
-        The hook server is allowed (``SNAPSHOTTER_HOOK_SERVER=1``): only hooks use it.
+        The hook server is allowed (``SNAPSHOTTER_HOOK_SERVER=1``): hooks start it,
+        and while it runs the CLI's commands are forked from it (issue 16.2).
         """
         env = dict(self.env, SNAPSHOTTER_HOOK_SERVER="1")
         gc.collect()
@@ -566,6 +581,9 @@ class Bench:
                 self.hook(data, "turn_end", session, key="hook_edit10")
                 self.served("hook_edit10")
         turn = self.newest_checkpoint(data, session, edited)
+        # The CLI while the server runs: nothing changed since the turn's capture.
+        served = self.cli(data, "capture")
+        res.add("nochange_served", served.ms, served.rss_kb)
         ref_paths = self.reference("ref_changes", ref, partial(ref.changed_paths, ref_t0, ref_t1))
         res.check(sorted(ref_paths) == sorted(edited), "reference diff-tree: wrong paths")
         if turn is not None:
@@ -995,6 +1013,35 @@ def targets(results: list[WorktreeResult]) -> list[dict[str, Any]]:
 
     for res in results:
         big = res.label in ("10k", "50k")
+        # Issue 16's targets (2: the CLI on warm state; 3: edits cost what changed).
+        add(
+            res,
+            "16.2 `capture` no change, server running / reference no change",
+            res.ratio("nochange_served", "ref_nochange"),
+            1.0,
+            True,
+        )
+        add(
+            res,
+            "16.2 `undo` of 10 files, server running / reference revert",
+            res.ratio("undo10", "ref_revert10"),
+            1.0,
+            True,
+        )
+        add(
+            res,
+            "16.3 hook with server, 10 files edited / reference capture",
+            res.ratio("hook_edit10", "ref_edit10"),
+            0.2 if res.tracked >= 200_000 else 0.5,
+            res.tracked >= 20_000,
+        )
+        add(
+            res,
+            "16.4 hook, no server (first event) / floor",
+            res.ratio("hook_first", "floor"),
+            2.0,
+            res.tracked >= 20_000,
+        )
         add(
             res,
             "Engine.capture() no change / reference no-change",

@@ -25,6 +25,7 @@ EXPECTED_FIGURES = {
     "ref_redo10",
     "first",
     "nochange",
+    "nochange_served",
     "hook_first",
     "hook",
     "hook_edit10",
@@ -45,13 +46,22 @@ SUMMARY = {
     "first": "ref_first",
     "store_first": "ref_store_first",
     "nochange": "ref_nochange",
+    "nochange_served": "ref_nochange",
     "hook_first": "ref_nochange",
     "hook_edit10": "ref_edit10",
     "undo10": "ref_revert10",
     "redo10": "ref_redo10",
     "server_rss": "server_hwm",
 }
-PROCESS_FIGURES = {"first", "nochange", "hook_first", "hook_edit10", "undo10", "redo10"}
+PROCESS_FIGURES = {
+    "first",
+    "nochange",
+    "nochange_served",
+    "hook_first",
+    "hook_edit10",
+    "undo10",
+    "redo10",
+}
 
 
 def bench(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
@@ -163,7 +173,8 @@ def test_runner_measures_every_figure_on_a_synthetic_tree_and_a_worktree_copy(
     for title in (
         "first capture / reference first",
         "bytes seeded from the source",
-        "`snapshotter capture` no change",
+        "`snapshotter capture` no change, no server",
+        "`snapshotter capture` no change, server running",
         "hook, no server (first event)",
         "hook with server, 10 files edited",
         "`undo` of a 10-file turn",

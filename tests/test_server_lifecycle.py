@@ -87,8 +87,8 @@ def test_server_a_stuck_worktree_does_not_hold_up_another(
     wait_for(sock)  # the first hook started the server
     engine = Engine.open(stuck, data_dir_path=data_dir)
     assert engine is not None
-    lock = engine.store.locked()
-    lock.acquire()  # the stuck worktree's event waits for this lock inside the server
+    held = contextlib.ExitStack()
+    held.enter_context(engine.store.locked())  # the stuck worktree's event waits for it
     try:
         blocked = subprocess.Popen(
             argv(data_dir, "hook"),
@@ -107,7 +107,7 @@ def test_server_a_stuck_worktree_does_not_hold_up_another(
             "the other worktree's turn was recorded while the stuck one still waited"
         )
     finally:
-        lock.release()
+        held.close()
     assert blocked.wait(timeout=120) == 0, "the stuck worktree's hook finished once freed"
 
 
