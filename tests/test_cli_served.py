@@ -259,3 +259,35 @@ def test_a_busy_server_leaves_the_command_to_the_client(
     assert stuck.wait(timeout=120) == 0
     code, _out, err, where = cli(tmp_path, data_dir, "list", cwd=other, served=True)
     assert (code, where) == (0, "served"), err
+
+
+@pytest.mark.parametrize("served", [True, False])
+def test_ctrl_c_reaches_the_command(
+    tmp_path: Path, data_dir: Path, server: Path, served: bool
+) -> None:
+    """SIGINT to the client interrupts the forked command as it would the process itself."""
+    import signal
+
+    big = "".join(f"line {i}\n" for i in range(200_000))
+    root = make_repo(tmp_path / "r", {"big.txt": big})
+    start_server(root, data_dir, server)
+    agent_turn(root, data_dir, {"big.txt": big.replace("line", "LINE")})
+    where = tmp_path / "where"
+    environ = {**os.environ, "WHERE_FILE": str(where)}
+    if not served:
+        environ["SNAPSHOTTER_HOOK_SERVER"] = "0"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CLIENT, "--data-dir", str(data_dir), "diff", "--no-pager"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=root,
+        env=environ,
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.read(1), "the diff started"  # then blocks on the full pipe
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, (proc.returncode, err[-500:])
+    assert b"interrupted" in err and b"Traceback" not in err, err[-500:]
+    assert len(out) < 2 * len(big), "stopped before the whole diff was written"
+    assert where.read_text() == ("served" if served else "local")

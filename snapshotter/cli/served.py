@@ -47,17 +47,62 @@ def run(args: list[str]) -> int | None:
     conn = client.connect(path, client.READY_TIMEOUT_S)
     if conn is None:
         return None
+    relay = _Relay()
     try:
         conn.sendall(client.frame(b"cli") + client.frame(meta))
         if client.read_line(conn) != client.READY:
             conn.close()
             return None  # busy: it will not run it
+        relay.start()  # from "go" on, Ctrl-C is the child's, even before its pid is known
         fds = b"".join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in (0, 1, 2))
         conn.sendmsg([client.GO], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
     except OSError:
         conn.close()
+        relay.stop()
         return None  # before "go" arrived the server runs nothing
-    return _wait(conn)
+    return _wait(conn, relay)
+
+
+class _Relay:
+    """Signals for the child: held until its pid is known, then passed on."""
+
+    def __init__(self) -> None:
+        self.pid = 0
+        self.pending: list[int] = []
+        self.saved: dict[int, object] = {}
+
+    def start(self) -> None:
+        import signal
+
+        for name in _SIGNALS:
+            number = getattr(signal, name)
+            self.saved[number] = signal.signal(number, self._got)
+
+    def _got(self, signum: int, _frame: object) -> None:
+        if self.pid:
+            self._send(signum)
+        else:
+            self.pending.append(signum)
+
+    def _send(self, signum: int) -> None:
+        import contextlib
+
+        with contextlib.suppress(OSError):  # it has just exited
+            os.kill(self.pid, signum)
+
+    def child(self, pid: int) -> None:
+        self.pid = pid
+        for signum in self.pending:
+            self._send(signum)
+
+    def stop(self) -> None:
+        """Back to the defaults (the command runs here after all)."""
+        import signal
+
+        for number, handler in self.saved.items():
+            signal.signal(number, handler)  # type: ignore[arg-type]
+        if signal.SIGINT in self.pending:
+            raise KeyboardInterrupt
 
 
 def _served(args: list[str]) -> bool:
@@ -85,24 +130,14 @@ def _request(args: list[str]) -> bytes:
     return b"".join(client.frame(os.fsencode(f)) for f in fields)
 
 
-def _wait(conn: _socket.socket) -> int:
+def _wait(conn: _socket.socket, relay: _Relay) -> int:
     """Relay signals to the child until it exits; its exit code."""
-    import contextlib
-    import signal
-
     try:
         conn.settimeout(60.0)
         line = client.read_line(conn)
         if not line.startswith(b"pid "):
             return _lost()
-        pid = int(line[4:])
-
-        def forward(signum: int, _frame: object) -> None:
-            with contextlib.suppress(OSError):  # it has just exited
-                os.kill(pid, signum)
-
-        for name in _SIGNALS:
-            signal.signal(getattr(signal, name), forward)
+        relay.child(int(line[4:]))
         conn.settimeout(None)
         line = client.read_line(conn)
     except (OSError, ValueError):
