@@ -161,8 +161,11 @@ def _lost() -> int:
 # -- in the server's forked child ---------------------------------------------
 
 
-def run_child(frames: list[bytes], fds: list[int]) -> int:
-    """Become the client's process, then run its command; the exit code."""
+def run_child(server: str, frames: list[bytes], fds: list[int]) -> int:
+    """Become the client's process, then run its command; the exit code.
+
+    ``server`` is the socket of the server this child was forked from.
+    """
     import io
     import signal
 
@@ -193,7 +196,7 @@ def run_child(frames: list[bytes], fds: list[int]) -> int:
         )
         for fd, encoding in ((1, encodings[1]), (2, encodings[2]))
     )
-    remote_capture.install(_server_path)
+    remote_capture.install(server)
     from snapshotter.cli.main import main
 
     code: int = 0
@@ -218,19 +221,15 @@ def _exit_code(value: object) -> int:
     return 1
 
 
-_server_path = ""
-
-
 def serve(path: str) -> None:
     """The server process: hook events, and these commands (``client.start`` runs it)."""
-    global _server_path
+    from functools import partial
     from pathlib import Path
 
     from snapshotter.hooks.server import serve as serve_hooks
 
-    _server_path = path
     _warm_up()
-    serve_hooks(Path(path), run_child)
+    serve_hooks(Path(path), partial(run_child, path))
 
 
 def _warm_up() -> None:
