@@ -281,8 +281,10 @@ def test_a_torn_log_tail_is_ignored(root: Path, tmp_path: Path, damage: str) -> 
     data = log.read_bytes()
     if damage == "truncate":
         log.write_bytes(data[:-3])
-    elif damage == "garble":
-        log.write_bytes(data[:-10] + bytes([data[-10] ^ 0xFF]) + data[-9:])
+    elif damage == "garble":  # still a well-formed record, naming another tree
+        at = data.rindex(trees[-1].encode()) + 5
+        other = b"0" if data[at : at + 1] != b"0" else b"1"
+        log.write_bytes(data[:at] + other + data[at + 1 :])
     else:
         log.write_bytes(data + b"\0" * 40)  # a power cut's zero-filled tail
     loaded = stat_cache.load(path)
