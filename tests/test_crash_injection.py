@@ -55,7 +55,7 @@ PINNED = [
     ("undo", "worktree-file-after", 12),
     ("undo", "state.json", 12),
     ("turn_end", "state.json", 12),
-    ("capture", "manifest", 12),
+    ("capture", "manifest-log", 12),  # torn mid-append (a new base is a rename, as above)
     ("capture", "pack", 70),
     ("capture", "pack-index", 70),
     # (gc saves state.json only when retention drops something: no pin there.)
@@ -103,7 +103,25 @@ PINS = {
     "pack-index": lambda d: d.endswith(".idx"),
 }
 
+def tear_log():
+    # Killed half-way through appending a record to the manifest's log.
+    real = os.write
+
+    def write(fd, data):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            target = ""
+        if target.endswith(os.sep + "manifest.log") and len(data) > 8:
+            real(fd, bytes(data)[: len(data) // 2])
+            os.kill(os.getpid(), 9)
+        return real(fd, data)
+
+    os.write = write
+
 def pin(name):
+    if name == "manifest-log":
+        return tear_log()
     # "-after": killed just after the rename instead (the first file is restored).
     real, after = os.replace, name.endswith("-after")
     hit = PINS[name.removesuffix("-after")]

@@ -79,6 +79,20 @@ def edit(
 ) -> str:
     """The stored tree ``base`` with each path set to (mode, blob id), or removed for None.
 
+    See ``edit_ids``, which also says which directories' trees it wrote.
+    """
+    return (edit_ids(base, changes, read, write)[""] or bytes.fromhex(EMPTY_TREE)).hex()
+
+
+def edit_ids(
+    base: str,
+    changes: Mapping[str, tuple[int, bytes] | None],
+    read: Callable[[bytes], Items],
+    write: Callable[[bytes], bytes],
+) -> dict[str, bytes | None]:
+    """The tree id of every directory on the way from ``changes`` to the root, after
+    them (None: left empty, so gone, the root included); see ``edit``.
+
     Only the trees on the way from the changed paths to the root are read
     (``read``: a stored tree's items) and written (``write``: a tree's bytes,
     its id back). A loop over directories, deepest first, never a recursion:
@@ -87,8 +101,14 @@ def edit(
     """
     empty = bytes.fromhex(EMPTY_TREE)
 
+    seen: dict[bytes, Items] = {}
+
     def items_of(tree: bytes | None) -> Items:
-        return {} if tree is None or tree == empty else read(tree)
+        if tree is None or tree == empty:
+            return {}
+        if tree not in seen:
+            seen[tree] = read(tree)  # each tree read once: as a parent, then edited
+        return dict(seen[tree])
 
     dirs = {""}
     files: dict[str, dict[bytes, tuple[int, bytes] | None]] = {}
@@ -126,7 +146,7 @@ def edit(
             else:
                 items[key] = (MODE_TREE, subtree)
         new[d] = write(tree_bytes(items)) if items else None
-    return (new[""] or empty).hex()
+    return new
 
 
 def tree_bytes(items: Mapping[bytes, tuple[int, bytes]]) -> bytes:

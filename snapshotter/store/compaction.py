@@ -566,7 +566,7 @@ def _worktree_present(root: Path) -> bool | None:
 def _last_used(root: Path) -> float:
     """When an event last wrote this store's records (gc's own locking does not count)."""
     newest = 0.0
-    for name in ("state.json", "manifest", "worktree"):
+    for name in ("state.json", "manifest", "manifest.log", "worktree"):
         with contextlib.suppress(OSError):
             newest = max(newest, os.stat(root / name).st_mtime)
     return newest

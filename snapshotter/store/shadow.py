@@ -40,6 +40,7 @@ from snapshotter.git.worktree import Worktree, config_files, config_value
 from snapshotter.store import stat_cache, watch
 from snapshotter.store.layout import file_lock, store_key
 from snapshotter.store.walk import ScanResult, Skip, Stat, rescan, scan
+from snapshotter.store.walk import index as walk_index
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -261,23 +262,105 @@ class Store:
         if watched is not None and watched.last is not None and not watched.last.dirty:
             watched.watcher.remember(key, watched.last)  # nothing happened since
             return Capture(watched.last.tree, dict(watched.last.scan.skipped), started)
-        old = stat_cache.load(self.root / "manifest")
+        # A watching process keeps the manifest in memory while nobody else writes it.
+        old = stat_cache.load(self.root / "manifest", keep=watched is not None)
         result = self._walk(watched, old, limit, excluded, max_files, guard)
+        last = watched.last if watched is not None else None
+        if (
+            last is not None
+            and result.touched is not None
+            and old.serial == last.serial  # the manifest this process wrote with that walk
+            and self._extends(old)
+        ):
+            tree, recheck = self._capture_changes(old, result, last.recheck, started)
+        else:
+            tree, recheck = self._capture_all(old, result, started, watched is not None)
+        if watched is not None and not result.nested and len(result.linked) <= MAX_LINKED:
+            # Nested repositories have rule files of their own: those always walk.
+            walk_index(result)  # so the next capture redoes directories, not the whole walk
+            answer = watch.Remembered(watched.files, watched.env, tree, result)
+            answer.serial, answer.recheck, answer.fresh = old.serial, recheck, result.touched
+            watched.watcher.remember(key, answer)
+        return Capture(tree, dict(result.skipped), started)
+
+    def _capture_all(
+        self, old: stat_cache.Manifest, result: ScanResult, started: int, keep: bool
+    ) -> tuple[str, set[str]]:
+        """Every walked path compared with the manifest; (tree, paths to look at again)."""
         entries, stale = _reuse_unchanged(old, result)
         changed, written = self._hash_stale(stale, result, started, entries)
         self._keep_out_of_scope(old, entries)
         removed = [rel for rel in old.entries if rel not in entries]
         tree, trees, trees_written = self._trees(old, entries, [*changed, *removed])
         loose = self._pack_if_many(old.loose + written + trees_written)
-        new = stat_cache.Manifest(tree, entries, trees, loose)
-        if new != old:
-            stat_cache.save(self.root / "manifest", new)
-        if watched is not None and not result.nested and len(result.linked) <= MAX_LINKED:
-            # Nested repositories have rule files of their own: those always walk.
-            watched.watcher.remember(
-                key, watch.Remembered(watched.files, watched.env, tree, result)
-            )
-        return Capture(tree, result.skipped, started)
+        delta = stat_cache.Delta(
+            tree,
+            {rel: entries[rel] for rel, _st, _prior in stale if rel in entries},
+            removed,
+            {d: oid for d, oid in trees.items() if old.trees.get(d) != oid},
+            [d for d in old.trees if d not in trees],
+            loose,
+        )
+        self._record(old, delta, keep)
+        return tree, _recheck(stale, delta.entries, result)
+
+    def _capture_changes(
+        self,
+        old: stat_cache.Manifest,
+        result: ScanResult,
+        recheck: Collection[str],
+        started: int,
+    ) -> tuple[str, set[str]]:
+        """Only the paths the walk redid (and those left to look at again) compared,
+        hashed and written: ``old`` is the manifest of the walk ``result`` redid."""
+        touched = result.touched or set()
+        stale: list[tuple[str, Stat, stat_cache.Entry | None]] = []
+        removed = []
+        for rel in touched.union(recheck):
+            st = result.entries.get(rel)
+            prior = old.entries.get(rel)
+            if st is None:
+                if prior is not None:
+                    removed.append(rel)
+            elif prior is None or not stat_cache.trusted(prior) or prior[:5] != st:
+                stale.append((rel, st, prior))
+        hashed: dict[str, stat_cache.Entry] = {}
+        changed, written = self._hash_stale(stale, result, started, hashed)
+        removed += [rel for rel, _st, prior in stale if rel not in hashed and prior is not None]
+        edits: dict[str, tuple[int, bytes] | None] = {rel: None for rel in removed}
+        edits.update((rel, (entry[0], entry[5])) for rel, entry in changed.items())
+        tree, trees, trees_removed, trees_written = old.tree or "", {}, [], 0
+        if edits:
+            ids = treebuild.edit_ids(tree, edits, self._tree_items, lambda d: self.put(TREE, d))
+            if ids[""] is None:
+                ids[""] = self.put(TREE, b"")  # nothing left: the empty tree, stored
+            trees = {d: oid for d, oid in ids.items() if oid is not None}
+            trees_removed = [d for d, oid in ids.items() if oid is None]
+            tree, trees_written = trees[""].hex(), len(trees)
+        loose = self._pack_if_many(old.loose + written + trees_written)
+        delta = stat_cache.Delta(tree, hashed, removed, trees, trees_removed, loose)
+        self._record(old, delta, True)
+        return tree, _recheck(stale, hashed, result)
+
+    def _extends(self, old: stat_cache.Manifest) -> bool:
+        """Whether trees can be edited from ``old``'s: its root tree is whole and stored."""
+        return (
+            old.tree is not None
+            and old.trees.get("") == bytes.fromhex(old.tree)
+            and self._has(old.tree)
+        )
+
+    def _record(self, old: stat_cache.Manifest, delta: stat_cache.Delta, keep: bool) -> None:
+        """Write ``delta`` (and apply it to ``old``), unless nothing changed."""
+        if (
+            delta.entries
+            or delta.removed
+            or delta.trees
+            or delta.trees_removed
+            or delta.tree != old.tree
+            or delta.loose != old.loose
+        ):
+            stat_cache.record(self.root / "manifest", old, delta, keep=keep)
 
     def _hash_stale(
         self,
@@ -292,6 +375,7 @@ class Store:
         changed: dict[str, stat_cache.Entry] = {}
         written = 0
         for rel, st, prior in stale:
+            result.skipped.pop(rel, None)  # a failed read last time: read again now
             oid = known.get(rel)
             if oid is None:
                 oid = self._hash(rel, st[0], result.skipped)
@@ -564,7 +648,7 @@ class Store:
 
     def last_tree(self) -> str | None:
         """The tree of the newest capture of this worktree, by anyone; None before the first."""
-        tree = stat_cache.load(self.root / "manifest").tree
+        tree = stat_cache.load(self.root / "manifest", keep=watch.enabled()).tree
         return tree if tree is not None and self._has(tree) else None
 
     def files_under(self, tree: str, directory: str) -> list[str]:
@@ -680,6 +764,18 @@ def _reuse_unchanged(
         else:
             stale.append((rel, st, prior))
     return entries, stale
+
+
+def _recheck(
+    stale: list[tuple[str, Stat, stat_cache.Entry | None]],
+    hashed: Mapping[str, stat_cache.Entry],
+    result: ScanResult,
+) -> set[str]:
+    """Paths the next capture compares whatever the watcher says: the racily clean
+    (read again, as on any capture) and those whose read failed."""
+    found = {rel for rel, entry in hashed.items() if not stat_cache.trusted(entry)}
+    found.update(rel for rel, _st, _p in stale if rel not in hashed and rel in result.entries)
+    return found
 
 
 def _signature(paths: tuple[str, ...]) -> tuple[tuple[int, ...] | None, ...]:

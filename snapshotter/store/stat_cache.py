@@ -1,19 +1,48 @@
 """The stat cache: what the last capture saw, so unchanged files are not re-read.
 
-One marshal file per store. It maps each captured path to its stat data and
-blob id; a path whose stat data still matches is trusted without hashing.
-A missing or damaged manifest only costs speed: everything is re-hashed.
+It maps each captured path to its stat data and blob id; a path whose stat
+data still matches is trusted without hashing. On disk it is a base
+(``manifest``, one marshal file) and a log of what each capture since changed
+(``manifest.log``), so a capture that changed ten files writes ten entries,
+not the whole map. Each log record is length-prefixed and checksummed: a
+record torn by a kill, and all after it, are ignored. The log names the base
+it extends, so a log left over from an older base is never applied to a newer
+one. Once the log grows past a fraction of the base, both are folded into a
+new base. A missing or damaged manifest or log only costs speed: every state
+either file holds is one some capture wrote whole, so its stat data can only
+vouch for bytes that were really there, and what it lacks is re-hashed.
+
+A watching process (the hook server) keeps the manifest in memory between
+captures (``load(keep=True)``), trusted only while both files are exactly as
+it last read or wrote them: another process's capture shows as a new stat
+signature, and the files are read again.
 """
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import marshal
+import os
+import secrets
+import struct
+import threading
+import zlib
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from snapshotter.fileio import write_atomic
 
 VERSION = 1
+LOG_SUFFIX = ".log"
+_LOG_MAGIC = b"snapshotter-manifest-log 1\n"
+_TOKEN_BYTES = 16
+_RECORD = struct.Struct("<II")  # payload length, crc32 of the payload
+# The log is folded into a new base once it is this fraction of the base's size.
+COMPACT_RATIO = 0.25
+COMPACT_MIN_BYTES = 64 * 1024
+KEPT_MAX = 8  # manifests a watching process keeps in memory (one per store it serves)
 
 # Stat data as the walk reads it (walk.Stat: mode, size, mtime_ns, ctime_ns, inode)
 # followed by the raw blob id. Plain tuples, not NamedTuples: marshal stores
@@ -23,6 +52,8 @@ Entry = tuple[int, int, int, int, int, bytes]
 # capture that its stat data may not move on the next write ("racy git"): the
 # next capture reads it again instead of trusting its stat data.
 UNTRUSTED = 0
+
+_serials = itertools.count(1)
 
 
 def entry(st: tuple[int, int, int, int, int], oid: bytes, *, racy: bool) -> Entry:
@@ -41,27 +72,238 @@ class Manifest:
     entries: dict[str, Entry] = field(default_factory=dict)
     trees: dict[str, bytes] = field(default_factory=dict)  # directory -> raw tree id of ``tree``
     loose: int = 0  # objects written loose since they were last packed (an estimate)
+    # Where the files stand, for the next write (not content: never compared).
+    token: bytes = field(default=b"", compare=False)  # the base's id, named by its log
+    log_end: int = field(default=0, compare=False)  # the log's valid length (0: no log)
+    base_size: int = field(default=0, compare=False)
+    # Which in-memory state this is: a new number each time it is loaded or changed.
+    serial: int = field(default_factory=lambda: next(_serials), compare=False)
 
 
-def load(path: Path) -> Manifest:
+@dataclass
+class Delta:
+    """What one capture changed: written as one log record."""
+
+    tree: str
+    entries: dict[str, Entry] = field(default_factory=dict)  # set (added or changed)
+    removed: list[str] = field(default_factory=list)
+    trees: dict[str, bytes] = field(default_factory=dict)  # directory -> new tree id
+    trees_removed: list[str] = field(default_factory=list)
+    loose: int = 0
+
+
+def log_path(path: Path) -> Path:
+    return path.with_name(path.name + LOG_SUFFIX)
+
+
+# -- reading -----------------------------------------------------------------
+
+
+def load(path: Path, *, keep: bool = False) -> Manifest:
+    """The manifest at ``path``: its base with every intact log record applied.
+
+    ``keep``: a watching process's copy from memory when the files are as it
+    last saw them (the caller holds the store lock), else read and kept. The
+    copy is the caller's to change through ``record`` only.
+    """
+    if keep:
+        with _kept_lock:
+            kept = _kept.get(str(path))
+        if kept is not None and kept[0] == _signature(path):
+            return kept[1]
+    signature = _signature(path) if keep else None
+    manifest = _read(path)
+    if keep:
+        _keep(path, manifest, signature)
+    return manifest
+
+
+def _read(path: Path) -> Manifest:
     try:
-        data = marshal.loads(path.read_bytes())
+        raw = path.read_bytes()
+        data = marshal.loads(raw)
         if not isinstance(data, dict) or data.get("version") != VERSION:
             return Manifest()
         # A manifest without "trees" (an older one) costs one full tree build.
-        return Manifest(
+        manifest = Manifest(
             data["tree"], data["entries"], dict(data.get("trees") or {}), int(data.get("loose", 0))
         )
     except (OSError, EOFError, ValueError, TypeError, KeyError):
         return Manifest()
+    manifest.base_size = len(raw)
+    token = data.get("log")
+    if isinstance(token, bytes) and len(token) == _TOKEN_BYTES:
+        manifest.token = token
+        _replay(log_path(path), manifest)
+    return manifest
 
 
-def save(path: Path, manifest: Manifest) -> None:
+def _replay(path: Path, manifest: Manifest) -> None:
+    """Apply the log's intact records, oldest first; stop at the first damaged one."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return
+    head = _LOG_MAGIC + manifest.token
+    if not data.startswith(head):
+        return  # another base's log (a kill between the two writes), or garbage
+    offset = len(head)
+    while offset + _RECORD.size <= len(data):
+        size, crc = _RECORD.unpack_from(data, offset)
+        payload = data[offset + _RECORD.size : offset + _RECORD.size + size]
+        if len(payload) != size or zlib.crc32(payload) != crc:
+            break  # torn by a kill (or damaged): this and the rest never happened
+        try:
+            delta = _decode(payload)
+        except (EOFError, ValueError, TypeError, KeyError):
+            break
+        _apply(manifest, delta)
+        offset += _RECORD.size + size
+    manifest.log_end = offset
+
+
+def _decode(payload: bytes) -> Delta:
+    tree, entries, removed, trees, trees_removed, loose = marshal.loads(payload)
+    if not (
+        isinstance(tree, str)
+        and isinstance(entries, dict)
+        and isinstance(removed, list)
+        and isinstance(trees, dict)
+        and isinstance(trees_removed, list)
+        and isinstance(loose, int)
+    ):
+        raise ValueError("not a manifest record")
+    return Delta(tree, entries, removed, trees, trees_removed, loose)
+
+
+def _apply(manifest: Manifest, delta: Delta) -> None:
+    entries, trees = manifest.entries, manifest.trees
+    for rel in delta.removed:
+        entries.pop(rel, None)
+    entries.update(delta.entries)
+    for directory in delta.trees_removed:
+        trees.pop(directory, None)
+    trees.update(delta.trees)
+    manifest.tree = delta.tree
+    manifest.loose = delta.loose
+
+
+# -- writing -----------------------------------------------------------------
+
+
+def save(path: Path, manifest: Manifest, *, keep: bool = False) -> None:
+    """Write ``manifest`` whole as a new base, with an empty log of its own."""
+    token = secrets.token_bytes(_TOKEN_BYTES)
     payload = {
         "version": VERSION,
         "tree": manifest.tree,
         "entries": manifest.entries,
         "trees": manifest.trees,
         "loose": manifest.loose,
+        "log": token,
     }
-    write_atomic(path, marshal.dumps(payload))
+    data = marshal.dumps(payload)
+    try:
+        write_atomic(path, data)
+        # A kill here leaves the old base's log beside the new base: it names
+        # the old token, so it is ignored.
+        write_atomic(log_path(path), _LOG_MAGIC + token)
+    except BaseException:
+        forget(path)
+        raise
+    manifest.token, manifest.base_size = token, len(data)
+    manifest.log_end = len(_LOG_MAGIC) + _TOKEN_BYTES
+    manifest.serial = next(_serials)
+    if keep:
+        _keep(path, manifest, _signature(path))
+
+
+def record(path: Path, manifest: Manifest, delta: Delta, *, keep: bool = False) -> None:
+    """Apply ``delta`` to ``manifest`` (as loaded from ``path``) and to the files.
+
+    Appends one log record, or writes a new base when the log has grown past
+    a fraction of it (or there is no base to extend). The caller holds the
+    store lock, so nobody wrote since ``manifest`` was loaded.
+    """
+    _apply(manifest, delta)
+    manifest.serial = next(_serials)
+    payload = marshal.dumps(
+        (delta.tree, delta.entries, delta.removed, delta.trees, delta.trees_removed, delta.loose)
+    )
+    grown = manifest.log_end + len(payload)
+    if (
+        not manifest.token
+        or manifest.log_end <= 0
+        or grown > max(COMPACT_MIN_BYTES, manifest.base_size * COMPACT_RATIO)
+    ):
+        save(path, manifest, keep=keep)
+        return
+    try:
+        _append(log_path(path), manifest.log_end, payload)
+    except FileNotFoundError:
+        save(path, manifest, keep=keep)  # the log went: start a new base
+        return
+    except BaseException:
+        forget(path)  # memory is ahead of the files now: read them again next time
+        raise
+    manifest.log_end += _RECORD.size + len(payload)
+    if keep:
+        _keep(path, manifest, _signature(path))
+
+
+def _append(path: Path, end: int, payload: bytes) -> None:
+    """One record at ``end``, dropping whatever torn tail lies past it."""
+    fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+    try:
+        os.lseek(fd, end, os.SEEK_SET)
+        data = _RECORD.pack(len(payload), zlib.crc32(payload)) + payload
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.ftruncate(fd, end + len(data))
+    finally:
+        os.close(fd)
+
+
+# -- the watching process's copy ---------------------------------------------
+
+_kept: OrderedDict[str, tuple[object, Manifest]] = OrderedDict()
+_kept_lock = threading.Lock()  # the hook server serves stores from several threads
+
+
+def _signature(path: Path) -> object:
+    """Stat data of the base and the log, and the base's id the log names: another
+    writer's append grows the log, its new base comes with a new random id."""
+    found: list[object] = []
+    for p in (path, log_path(path)):
+        try:
+            st = os.stat(p)
+        except OSError:
+            found.append(None)
+            continue
+        found.append((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+    try:
+        with open(log_path(path), "rb") as f:
+            found.append(f.read(len(_LOG_MAGIC) + _TOKEN_BYTES))
+    except OSError:
+        found.append(None)
+    return tuple(found)
+
+
+def _keep(path: Path, manifest: Manifest, signature: object) -> None:
+    with _kept_lock:
+        _kept[str(path)] = (signature, manifest)
+        _kept.move_to_end(str(path))
+        while len(_kept) > KEPT_MAX:
+            _kept.popitem(last=False)
+
+
+def forget(path: Path) -> None:
+    """Drop the in-memory copy of ``path`` (read the files again next time)."""
+    with _kept_lock, contextlib.suppress(KeyError):
+        del _kept[str(path)]
+
+
+def forget_all() -> None:
+    with _kept_lock:
+        _kept.clear()

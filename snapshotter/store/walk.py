@@ -53,6 +53,37 @@ class ScanResult:
     # Kept by watched walks (``on_dir``), so ``rescan`` can redo single directories:
     dirs: dict[str, _Dir] = field(default_factory=dict)  # each walked dir, as it was entered
     linked: set[str] = field(default_factory=set)  # files with other hard links
+    # Kept by ``rescan`` (built by ``index``): each directory's files and subdirectories.
+    index: DirIndex | None = None
+    # Set by ``rescan``: the paths it took out or put in (its directories' files, whole).
+    touched: set[str] | None = None
+
+
+@dataclass
+class DirIndex:
+    """A watched walk by directory, so ``rescan`` redoes one without looking at all."""
+
+    files: dict[str, set[str]] = field(default_factory=dict)  # directory -> its entries' paths
+    subdirs: dict[str, set[str]] = field(default_factory=dict)  # directory -> walked children
+
+
+def index(result: ScanResult) -> DirIndex:
+    """``result``'s directory index, built once (a pass over every path) and kept."""
+    if result.index is None:
+        built = DirIndex()
+        files = built.files
+        for rel in result.entries:
+            parent = rel.rpartition("/")[0]
+            found = files.get(parent)
+            if found is None:
+                files[parent] = {rel}
+            else:
+                found.add(rel)
+        for rel in result.dirs:
+            if rel:
+                built.subdirs.setdefault(rel.rpartition("/")[0], set()).add(rel)
+        result.index = built
+    return result.index
 
 
 @dataclass(frozen=True)
@@ -115,6 +146,11 @@ def rescan(
     directory moved (the watcher's job to know). A new subdirectory is walked
     whole; one that went takes its subtree along. None when a changed
     directory has become a repository of its own: walk everything then.
+
+    ``last`` is updated in place and returned, at a cost in proportion to the
+    directories redone (its ``index`` says which paths each holds): the
+    caller must drop ``last`` if this raises. ``touched`` names every path
+    taken out of or put into the result.
     """
     scope = tree.scope
     if scope and any(
@@ -128,44 +164,62 @@ def rescan(
     for d in redo:
         if d and os.path.lexists(os.path.join(walker.root, d, ".git")):
             return None
-    result = walker.result
-    result.dirs = dict(last.dirs)
-    # Inline parent tests: this runs over every path of the worktree.
-    result.linked = {rel for rel in last.linked if rel.rpartition("/")[0] not in redo}
-    result.entries = {
-        rel: st for rel, st in last.entries.items() if rel.rpartition("/")[0] not in redo
-    }
-    result.skipped = {
-        rel: sk for rel, sk in last.skipped.items() if rel.rpartition("/")[0] not in redo
-    }
-    subdirs: dict[str, list[str]] = {}
-    for known in last.dirs:
-        if known:
-            subdirs.setdefault(known.rpartition("/")[0], []).append(known)
+    found = index(last)
+    touched: set[str] = set()
+    for d in redo:
+        for rel in found.files.pop(d, ()):
+            del last.entries[rel]
+            touched.add(rel)
+    if last.skipped:
+        last.skipped = {
+            rel: sk for rel, sk in last.skipped.items() if rel.rpartition("/")[0] not in redo
+        }
+    last.linked = {rel for rel in last.linked if rel.rpartition("/")[0] not in redo}
+    fresh = walker.result  # what the directories hold now
     for d in sorted(redo):
-        if d not in result.dirs:
+        if d not in last.dirs:
             continue  # went with a parent directory redone before it
-        result.skipped.pop(d, None)  # "unreadable directory", if it was
-        listed = walker._visit(result.dirs[d])
+        last.skipped.pop(d, None)  # "unreadable directory", if it was
+        listed = walker._visit(last.dirs[d])
         kept = {child.rel for child in listed}
         for child in listed:
-            if child.rel not in result.dirs:
+            if child.rel not in last.dirs and child.rel not in fresh.dirs:
                 walker.run(child)  # new (or newly entered): walked whole
-        for sub in subdirs.get(d, ()):
-            if sub not in kept and sub in result.dirs:
-                _drop_subtree(result, sub)
-    if max_files is not None and len(result.entries) > max_files:
+        for sub in list(found.subdirs.get(d, ())):
+            if sub not in kept and sub in last.dirs:
+                _drop_subtree(last, found, sub, touched)
+    for rel, st in fresh.entries.items():
+        last.entries[rel] = st
+        parent = rel.rpartition("/")[0]
+        found.files.setdefault(parent, set()).add(rel)
+        touched.add(rel)
+    for rel, entered in fresh.dirs.items():
+        if rel and rel not in last.dirs:
+            found.subdirs.setdefault(rel.rpartition("/")[0], set()).add(rel)
+        last.dirs[rel] = entered
+    last.skipped.update(fresh.skipped)
+    last.linked |= fresh.linked
+    last.nested = fresh.nested  # as before: only those entered by this walk
+    last.touched = touched
+    if max_files is not None and len(last.entries) > max_files:
         raise TooManyFiles(max_files)
-    return result
+    return last
 
 
-def _drop_subtree(result: ScanResult, rel: str) -> None:
+def _drop_subtree(result: ScanResult, found: DirIndex, rel: str, touched: set[str]) -> None:
     """Forget directory ``rel`` and all below it (a file now named ``rel`` stays)."""
+    found.subdirs.get(rel.rpartition("/")[0], set()).discard(rel)
+    stack = [rel]
+    while stack:
+        d = stack.pop()
+        result.dirs.pop(d, None)
+        for path in found.files.pop(d, ()):
+            result.entries.pop(path, None)
+            touched.add(path)
+        stack.extend(found.subdirs.pop(d, ()))
     prefix = rel + "/"
-    result.dirs.pop(rel, None)
-    for table in (result.entries, result.skipped, result.dirs):
-        for key in [k for k in table if k.startswith(prefix)]:
-            del table[key]
+    if any(k.startswith(prefix) for k in result.skipped):
+        result.skipped = {k: v for k, v in result.skipped.items() if not k.startswith(prefix)}
     result.linked = {k for k in result.linked if not k.startswith(prefix)}
 
 

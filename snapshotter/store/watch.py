@@ -39,7 +39,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from snapshotter.store.walk import ScanResult
+    from collections.abc import Collection, Iterable
+
+    from snapshotter.store.walk import ScanResult, Stat
 
 # <sys/inotify.h>
 _IN_MODIFY = 0x2
@@ -175,6 +177,13 @@ class Remembered:
     scan: ScanResult  # the walk itself, for scan.rescan
     dirty: set[str] = field(default_factory=set)
     files_watched: bool = False  # every file of ``scan`` has its own watch
+    # The capture's side (store/shadow.py): the manifest state it wrote, and the
+    # paths its next capture compares whatever changed (racily clean, unread).
+    serial: int = 0
+    recheck: set[str] = field(default_factory=set)
+    # The paths ``scan`` put in since the walk before it (None: all of them, a full
+    # walk): only those can lack a watch of their own.
+    fresh: Collection[str] | None = None
 
 
 class Watcher:
@@ -286,7 +295,8 @@ class Watcher:
         return os.path.join(self.root, parent) if parent else self.root
 
     def watch_files(self, answer: Remembered) -> None:
-        """Give every file of ``answer``'s walk a watch of its own (see the module doc).
+        """Give every file of ``answer``'s walk a watch of its own (see the module doc):
+        of the files it put in (``fresh``), when it only redid some directories.
 
         Files whose stat data moved since the walk (before their watch was in
         place) mark their directory dirty in ``answer``.
@@ -294,7 +304,12 @@ class Watcher:
         from snapshotter.git.kinds import MODE_LINK
 
         inodes = self._file_inodes
-        for rel, st in answer.scan.entries.items():
+        entries = answer.scan.entries
+        if answer.fresh is None:
+            files: Iterable[tuple[str, Stat]] = entries.items()
+        else:
+            files = ((rel, entries[rel]) for rel in answer.fresh if rel in entries)
+        for rel, st in files:
             if st[0] == MODE_LINK or inodes.get(rel) == st[4] or self.broken:
                 continue  # a symlink has no content to write through another name
             path = os.path.join(self.root, rel)
