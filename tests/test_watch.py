@@ -348,11 +348,21 @@ def test_out_of_watches_stops_trying_in_this_process(
     assert blob_at(engine, engine.capture().tree, "a.txt") == b"still seen\n"
 
 
+@pytest.fixture(params=["file watches", "sweep"])
+def file_watches(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Files with watches of their own, or too many files for the user's allowance."""
+    if request.param == "sweep":
+        monkeypatch.setattr(watch, "max_user_watches", lambda: 4)
+    return str(request.param)
+
+
 def test_a_hard_link_made_after_the_walk_is_never_trusted_to_events(
-    engine: Engine, walks: Walks, tmp_path: Path
+    engine: Engine, walks: Walks, tmp_path: Path, file_watches: str
 ) -> None:
     """link(2) from outside raises no event in any watched directory (issue 13.17)."""
     engine.capture()
+    watcher = watch.for_worktree(engine.root)
+    assert watcher is not None and watcher.sweep == (file_watches == "sweep")
     outside = tmp_path / "outside-name"
     os.link(engine.root / "src/b.py", outside)
     with open(outside, "w") as f:  # written through the other name only
@@ -362,3 +372,57 @@ def test_a_hard_link_made_after_the_walk_is_never_trusted_to_events(
         f.write("and again\n")
     assert blob_at(engine, engine.capture().tree, "src/b.py") == b"and again\n"
     assert engine.capture().tree == plain_capture(engine)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_a_sweep_instead_of_file_watches_stays_exact_without_walking(
+    engine: Engine, walks: Walks, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int
+) -> None:
+    """More files than the user's inotify allowance: every capture stats them all (16.3)."""
+    monkeypatch.setattr(watch, "max_user_watches", lambda: 4)
+    rng = random.Random(seed)
+    engine.capture()
+    watcher = watch.for_worktree(engine.root)
+    assert watcher is not None and watcher.sweep and not watcher._files, "no file watches"
+    for step in range(15):
+        _random_step(rng, engine.root, step)
+        if rng.random() < 0.3 and (engine.root / "src/b.py").is_file():
+            outside = tmp_path / f"outside-{step}"
+            os.link(engine.root / "src/b.py", outside)
+            outside.write_text(f"through another name {step}\n")
+        assert engine.capture().tree == plain_capture(engine), f"seed {seed}, step {step}"
+    engine.capture()
+    before = walks.count
+    write(engine.root, "a.txt", "one more edit\n")
+    outside = tmp_path / "outside-last"
+    os.link(engine.root / "a.txt", outside)
+    outside.write_text("and one through another name\n")
+    tree = engine.capture().tree
+    assert walks.count == before, "a sweep and a rescan of one directory, no walk"
+    assert blob_at(engine, tree, "a.txt") == b"and one through another name\n"
+
+
+def test_out_of_watches_for_files_only_means_a_sweep(
+    engine: Engine, walks: Walks, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Other watchers took the room: the directories stay watched, the files are swept."""
+    import ctypes
+    import errno
+
+    watcher = watch.for_worktree(engine.root)
+    assert watcher is not None
+    real = watcher._add_watch
+    monkeypatch.setattr(
+        watcher,
+        "_add_watch",
+        lambda fd, path, mask: -1 if mask == watch._FILE_MASK else real(fd, path, mask),
+    )
+    monkeypatch.setattr(ctypes, "get_errno", lambda: errno.ENOSPC)
+    engine.capture()
+    assert watcher.sweep and not watcher.broken and not watcher.out_of_watches
+    monkeypatch.undo()
+    outside = tmp_path / "outside"
+    os.link(engine.root / "a.txt", outside)
+    outside.write_text("through another name\n")
+    assert blob_at(engine, engine.capture().tree, "a.txt") == b"through another name\n"
+    assert walks.count == 1

@@ -416,7 +416,7 @@ class Store:
         if last is not None and (_signature(last.files) != last.env or not self._has(last.tree)):
             last = None  # an ignore rule or the source index changed: walk everything
         if last is not None:
-            last.dirty.update(self._relinked(last.scan))
+            last.dirty.update(self._relinked(last.scan, watcher.sweep))
             return _Watched(watcher, last, last.files, last.env)
         files = self._rule_files()
         return _Watched(watcher, None, files, _signature(files))  # stat data before the walk
@@ -470,11 +470,12 @@ class Store:
             known.update(self._bulk(rest))
         return known
 
-    def _relinked(self, last: ScanResult) -> set[str]:
-        """Directories of hard-linked files changed through another name (no event here)."""
+    def _relinked(self, last: ScanResult, sweep: bool) -> set[str]:
+        """Directories of hard-linked files changed through another name (no event here);
+        with ``sweep`` (files without watches of their own, watch.py) of any file."""
         found = set()
         root = str(self.worktree.root)
-        for rel in last.linked:
+        for rel in last.entries if sweep else last.linked:
             path = os.path.join(root, rel)
             try:
                 st = os.lstat(path)

@@ -15,13 +15,20 @@ that raises no event in any watched directory, and neither does the
 changes: a new link count shows as IN_ATTRIB there and its directory is
 walked again, which records the file as linked, and linked files are
 re-checked by stat on every capture (``Store._relinked``) — never trusted to
-events. A file's watch is added after the walk saw it, so its stat data is
-taken again once the watch is in place: a link made in between shows too.
+events. Those watches come out of the user's inotify allowance
+(``fs.inotify.max_user_watches``, shared with editors and every other
+watcher): a worktree with more files than ``FILE_WATCH_SHARE`` of it gets
+none, and each capture then checks every file's stat data instead (a
+"sweep": no listing, no ignore rules, no reading), which keeps the answer
+exact at a cost that grows with the file count (issue 16.3). A file's watch
+is added after the walk saw it, so its stat data is taken again once the
+watch is in place: a link made in between shows too.
 
 Limits, on purpose: only local filesystems (network and FUSE mounts do not
 report other machines' writes), and not for writes made through ``mmap``
 (inotify never reports those; git's fsmonitor shares the blind spot).
-Restores and the CLI always walk: only processes that opt in use this.
+Only processes that opt in use this: the hook server, and through it the CLI
+commands it forks (hooks/remote_capture.py).
 """
 
 from __future__ import annotations
@@ -98,6 +105,9 @@ LOCAL_FILESYSTEMS = frozenset(
 )
 MAX_WATCHERS = 8  # one inotify instance each; the kernel allows 128 per user
 MAX_REMEMBERED = 4  # walks kept per worktree (one per scope and settings)
+# The share of the user's inotify watches one worktree's files may take (above).
+FILE_WATCH_SHARE = 0.5
+_DEFAULT_MAX_WATCHES = 8192  # the kernel's old default, if /proc cannot say
 RACY_WINDOW_NS = 50_000_000  # as store.RACY_WINDOW_NS (which imports this module)
 
 _enabled = False
@@ -195,6 +205,8 @@ class Watcher:
         self.root = str(root)
         self.broken = False
         self.out_of_watches = False  # the worktree has more directories than the limit
+        # Its files have no watches of their own (too many): captures stat them all.
+        self.sweep = False
         self._paths: dict[int, str] = {}  # watch descriptor -> directory
         self._files: dict[int, set[str]] = {}  # file watch descriptor -> its paths (relative)
         self._file_inodes: dict[str, int] = {}  # relative path -> inode its watch is on
@@ -309,8 +321,12 @@ class Watcher:
             files: Iterable[tuple[str, Stat]] = entries.items()
         else:
             files = ((rel, entries[rel]) for rel in answer.fresh if rel in entries)
+        if answer.fresh is None and not self.sweep:
+            self.sweep = len(entries) + len(self._paths) > FILE_WATCH_SHARE * max_user_watches()
         for rel, st in files:
-            if st[0] == MODE_LINK or inodes.get(rel) == st[4] or self.broken:
+            if self.sweep or self.broken:
+                break
+            if st[0] == MODE_LINK or inodes.get(rel) == st[4]:
                 continue  # a symlink has no content to write through another name
             path = os.path.join(self.root, rel)
             wd = self._add_watch(self._fd, os.fsencode(path), _FILE_MASK)
@@ -338,8 +354,10 @@ class Watcher:
         older than the window, settles them.
         """
         now = time.time_ns()
-        for rel in answer.scan.linked:
-            st = answer.scan.entries.get(rel)
+        entries = answer.scan.entries
+        swept = entries if answer.fresh is None else answer.fresh
+        for rel in swept if self.sweep else answer.scan.linked:
+            st = entries.get(rel)
             if st is not None and now - st[2] < RACY_WINDOW_NS:
                 answer.dirty.add(self._absolute_dir(rel))
 
@@ -349,7 +367,9 @@ class Watcher:
         err = ctypes.get_errno()
         if err == errno.ENOENT:
             return  # it went since the walk: its directory's event says so
-        self.out_of_watches = err == errno.ENOSPC
+        if err == errno.ENOSPC:
+            self.sweep = True  # other watchers took the room: stat the files instead
+            return
         self.close()
 
     def relative(self, path: str) -> str:
@@ -382,6 +402,14 @@ class Watcher:
         if fd >= 0:
             with contextlib.suppress(OSError):
                 os.close(fd)
+
+
+def max_user_watches() -> int:
+    """The inotify watches this user may hold in all (fs.inotify.max_user_watches)."""
+    try:
+        return int(Path("/proc/sys/fs/inotify/max_user_watches").read_text())
+    except (OSError, ValueError):
+        return _DEFAULT_MAX_WATCHES
 
 
 def supported(root: Path) -> bool:
