@@ -25,8 +25,9 @@ from snapshotter.hooks import events as ev
 from snapshotter.store.logfile import append as log_failure
 
 if TYPE_CHECKING:
+    from snapshotter.history.records import Record
     from snapshotter.history.retention import Policy
-    from snapshotter.hooks.events import HookInput, HookOutput
+    from snapshotter.hooks.events import Event, HookInput, HookOutput
     from snapshotter.hooks.registry import HooksConfig, Registry
     from snapshotter.models import Checkpoint, RestoreReport
 
@@ -72,6 +73,13 @@ class SnapshotBuiltin:
 
     def handle(self, hook_input: HookInput, args: list[str]) -> Checkpoint | None:
         """Process one event; raises on failure (``__call__`` logs instead)."""
+        recorded = self.record(hook_input, args)
+        return None if recorded is None else recorded.to_model()
+
+    def record(self, hook_input: HookInput | Event, args: list[str]) -> Record | None:
+        """``handle`` without pydantic: ``snapshotter hook`` hands its plain event here
+        (``events.parse``) and gets the checkpoint as the state keeps it (issue 16.4).
+        """
         if not hook_input.session_id or not hook_input.cwd:
             raise BadInput("hook input needs session_id and cwd")
         options = parse_args(args)
@@ -142,8 +150,8 @@ def retention_policy(options: dict[str, str]) -> Policy:
 
 
 def _dispatch(
-    recorder: Recorder, hook_input: HookInput, options: dict[str, str]
-) -> Checkpoint | None:
+    recorder: Recorder, hook_input: HookInput | Event, options: dict[str, str]
+) -> Record | None:
     event = hook_input.event
     if event == ev.SESSION_START:
         return recorder.session_start()

@@ -17,8 +17,6 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import BinaryIO
 
-    from pydantic import ValidationError
-
 MAX_INPUT_BYTES = 64 * 1024 * 1024
 
 
@@ -106,23 +104,25 @@ def _handle(raw: bytes, data_dir: Path, args: list[str]) -> None:
         raise BadInput(f"hook input is not JSON: {exc}") from exc
     if not isinstance(data, dict):
         raise BadInput("hook input must be a JSON object")
-    from pydantic import ValidationError
-
-    from snapshotter.hooks.events import SNAPSHOT_EVENTS, HookInput
+    from snapshotter.hooks.events import SNAPSHOT_EVENTS, parse
 
     try:
-        hook_input = HookInput.model_validate(data)
-    except ValidationError as exc:
+        hook_input = parse(data)  # pydantic's HookInput only for input it must convert
+    except ValueError as exc:  # pydantic's ValidationError
         raise BadInput(f"hook input has wrong types: {_fields(exc)}") from exc
     if hook_input.event not in SNAPSHOT_EVENTS:
         return  # before the builtin's imports: an event we ignore costs no more
     from snapshotter.hooks.builtin import SnapshotBuiltin
 
-    SnapshotBuiltin(data_dir_path=data_dir).handle(hook_input, args)
+    SnapshotBuiltin(data_dir_path=data_dir).record(hook_input, args)
 
 
-def _fields(exc: ValidationError) -> str:
+def _fields(exc: ValueError) -> str:
     """``session_id: Input should be a valid string; cwd: ...`` (the first three)."""
+    from pydantic import ValidationError
+
+    if not isinstance(exc, ValidationError):
+        return str(exc)
     found = [
         f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']}" for e in exc.errors()[:3]
     ]
