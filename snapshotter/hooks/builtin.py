@@ -22,13 +22,13 @@ from snapshotter.errors import BadInput, NotAWorktree, NothingToDo, SnapshotterE
 from snapshotter.history import sessions as session_scope
 from snapshotter.history.recorder import Recorder
 from snapshotter.hooks import events as ev
-from snapshotter.store.logfile import append as log_failure
 
 if TYPE_CHECKING:
     from snapshotter.history.records import Record
     from snapshotter.history.retention import Policy
-    from snapshotter.hooks.events import Event, HookInput, HookOutput
+    from snapshotter.hooks.events import Event
     from snapshotter.hooks.registry import HooksConfig, Registry
+    from snapshotter.hooks.wire import HookInput, HookOutput
     from snapshotter.models import Checkpoint, RestoreReport
 
 BUILTIN_NAME = "snapshot"
@@ -302,3 +302,10 @@ def register_snapshot(
     )
     registry.register_builtin(BUILTIN_NAME, builtin)
     return SnapshotController(builtin)
+
+
+def log_failure(data_dir: Path, message: str) -> None:
+    """Into the data directory's hook.log (imported on failure only: it loads datetime)."""
+    from snapshotter.store.logfile import append
+
+    append(data_dir, message)

@@ -17,6 +17,10 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import BinaryIO
 
+    from pydantic import ValidationError
+
+    from snapshotter.hooks.wire import HookInput
+
 MAX_INPUT_BYTES = 64 * 1024 * 1024
 
 
@@ -104,12 +108,9 @@ def _handle(raw: bytes, data_dir: Path, args: list[str]) -> None:
         raise BadInput(f"hook input is not JSON: {exc}") from exc
     if not isinstance(data, dict):
         raise BadInput("hook input must be a JSON object")
-    from snapshotter.hooks.events import SNAPSHOT_EVENTS, parse
+    from snapshotter.hooks.events import SNAPSHOT_EVENTS, plain_event
 
-    try:
-        hook_input = parse(data)  # pydantic's HookInput only for input it must convert
-    except ValueError as exc:  # pydantic's ValidationError
-        raise BadInput(f"hook input has wrong types: {_fields(exc)}") from exc
+    hook_input = plain_event(data) or _validated(data)  # pydantic only for odd input
     if hook_input.event not in SNAPSHOT_EVENTS:
         return  # before the builtin's imports: an event we ignore costs no more
     from snapshotter.hooks.builtin import SnapshotBuiltin
@@ -117,12 +118,21 @@ def _handle(raw: bytes, data_dir: Path, args: list[str]) -> None:
     SnapshotBuiltin(data_dir_path=data_dir).record(hook_input, args)
 
 
-def _fields(exc: ValueError) -> str:
-    """``session_id: Input should be a valid string; cwd: ...`` (the first three)."""
+def _validated(data: dict[str, object]) -> HookInput:
+    """``HookInput`` of input the plain reading leaves to it (converted, or BadInput)."""
     from pydantic import ValidationError
 
-    if not isinstance(exc, ValidationError):
-        return str(exc)
+    from snapshotter.errors import BadInput
+    from snapshotter.hooks.wire import HookInput
+
+    try:
+        return HookInput.model_validate(data)
+    except ValidationError as exc:
+        raise BadInput(f"hook input has wrong types: {_fields(exc)}") from exc
+
+
+def _fields(exc: ValidationError) -> str:
+    """``session_id: Input should be a valid string; cwd: ...`` (the first three)."""
     found = [
         f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']}" for e in exc.errors()[:3]
     ]

@@ -4,10 +4,10 @@ Claude Code's input (PascalCase event names) is accepted and mapped to the
 docker-agent events the snapshot builtin handles (SPEC §6).
 
 The wire models (``HookInput``, ``HookOutput``) are pydantic and live in
-``hooks.wire``; they are loaded from here on first use. ``snapshotter hook``
-reads its event with ``parse``: plain checks that accept exactly what
-``HookInput`` accepts unchanged, handing anything else to ``HookInput`` itself,
-so a hook process pays no pydantic import (issue 16.4).
+``hooks.wire``. ``snapshotter hook`` reads its event with ``plain_event``:
+checks that accept exactly what ``HookInput`` takes unchanged, leaving
+anything else to ``HookInput`` itself, so a hook process with an ordinary
+event pays no pydantic import (issue 16.4).
 """
 
 from __future__ import annotations
@@ -19,9 +19,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-    from snapshotter.hooks.wire import HookInput as HookInput
-    from snapshotter.hooks.wire import HookOutput as HookOutput
-    from snapshotter.hooks.wire import HookSpecificOutput as HookSpecificOutput
 
 SESSION_START = "session_start"
 TURN_START = "turn_start"
@@ -58,17 +55,6 @@ CLAUDE_EVENTS = {
     "PostToolUseFailure": POST_TOOL_USE,
     "SessionEnd": SESSION_END,
 }
-
-
-_WIRE = ("HookInput", "HookOutput", "HookSpecificOutput")
-
-
-def __getattr__(name: str) -> Any:
-    if name in _WIRE:  # pydantic, loaded when a runtime's registry or a test asks
-        from snapshotter.hooks import wire
-
-        return getattr(wire, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # -- what the snapshot builtin reads of an event --------------------------------------------
@@ -170,18 +156,14 @@ CLEANED = ("session_id", "tool_use_id", "tool_name", "reason", "cwd")
 BOUNDED = ("session_id", "tool_use_id", "tool_name")
 
 
-def parse(data: dict[str, Any]) -> Event:
+def plain_event(data: dict[str, Any]) -> Event | None:
     """The event ``data`` (a JSON object) holds, as ``HookInput.model_validate`` reads it.
 
-    Input every field of which has its exact type is read here; anything else
-    (a number as a string, a wrong type, an id too long) goes through
-    ``HookInput``, which converts it or raises its ``ValidationError``.
+    None unless every field has its exact type: a number as a string, a wrong
+    type or an id too long is ``HookInput``'s to convert or reject.
     """
     if not _plain(data):
-        from snapshotter.hooks.wire import HookInput
-
-        wired = HookInput.model_validate(data)
-        return Event({name: getattr(wired, name) for name in Event.__slots__})
+        return None
     fields = dict(data)
     for name in CLEANED:
         value = fields.get(name)

@@ -1,4 +1,8 @@
-"""The pydantic wire models of hook events (see ``hooks.events``, which exports them)."""
+"""Hook wire models, compatible with docker-agent's ``Input``/``Output`` JSON (pydantic).
+
+``snapshotter hook`` reads an ordinary event without them (``events.plain_event``);
+a runtime's registry (registry.py) and the API use these.
+"""
 
 from __future__ import annotations
 
