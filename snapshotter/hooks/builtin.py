@@ -66,7 +66,7 @@ class SnapshotBuiltin:
         if not self.enabled or hook_input.event not in ev.SNAPSHOT_EVENTS:
             return None
         try:
-            self.handle(hook_input, args)
+            self.record(hook_input, args)
         except SnapshotterError as exc:  # never block or break the agent
             log_failure(self.data_dir, f"{hook_input.event}: {exc}")
         return None
