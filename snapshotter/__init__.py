@@ -17,8 +17,8 @@ _EXPORTS = {
     "FileChange": "snapshotter.models",
     "SkippedFile": "snapshotter.models",
     "RestoreReport": "snapshotter.models",
-    "HookInput": "snapshotter.hooks.events",
-    "HookOutput": "snapshotter.hooks.events",
+    "HookInput": "snapshotter.hooks.wire",
+    "HookOutput": "snapshotter.hooks.wire",
     "SNAPSHOT_EVENTS": "snapshotter.hooks.events",
     "SESSION_START": "snapshotter.hooks.events",
     "TURN_START": "snapshotter.hooks.events",
@@ -94,10 +94,9 @@ if TYPE_CHECKING:
         SNAPSHOT_EVENTS,
         TURN_END,
         TURN_START,
-        HookInput,
-        HookOutput,
     )
     from snapshotter.hooks.registry import Executor, HooksConfig, Registry, Result
+    from snapshotter.hooks.wire import HookInput, HookOutput
     from snapshotter.models import Checkpoint, FileChange, RestoreReport, SkippedFile
     from snapshotter.store.shadow import Capture
 

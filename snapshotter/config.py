@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from pathlib import Path
+from typing import Literal
 
 from snapshotter.errors import BadInput
 
 DEFAULT_MAX_NEW_FILE_SIZE = 2 * 1024 * 1024
+# What a checkpoint's file went through, and what span a checkpoint is (SPEC §4).
+Status = Literal["added", "modified", "deleted"]
+Kind = Literal["turn", "tool"]
 # Retention (gc): sessions idle longer are dropped; checkpoints kept per session;
 # the size budget per store, met by dropping the oldest sessions.
 DEFAULT_MAX_AGE_DAYS = 30.0
@@ -120,3 +125,9 @@ def stores_dir(data_dir: Path) -> Path:
 def sessions_dir(data_dir: Path) -> Path:
     """Where session records live (a capture of a worktree holding it leaves it out)."""
     return data_dir / SESSIONS_DIR
+
+
+def now_iso() -> str:
+    """Now in UTC, as records carry it (``2026-11-23T05:16:28.123456Z``)."""
+    seconds, ns = divmod(time.time_ns(), 1_000_000_000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{ns // 1000:06d}Z"

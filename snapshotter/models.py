@@ -1,16 +1,20 @@
-"""Persisted and printed records (SPEC §4), as pydantic models."""
+"""Persisted and printed records (SPEC §4), as pydantic models.
+
+These are what the API and the CLI hand out. ``snapshotter hook`` never
+imports this module: it keeps the same records as plain objects
+(``history.records``) that these models validate (issue 16.4).
+"""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, ValidationInfo
 
 from snapshotter import names
-
-Status = Literal["added", "modified", "deleted"]
-Kind = Literal["turn", "tool"]
+from snapshotter.config import Kind as Kind
+from snapshotter.config import Status as Status
+from snapshotter.config import now_iso as now_iso
 
 
 def _name_from_json(value: object, info: ValidationInfo) -> object:
@@ -53,7 +57,7 @@ class Checkpoint(BaseModel):
     session_id: str
     kind: Kind
     label: str
-    created_at: str = Field(default_factory=lambda: now_iso())
+    created_at: str = Field(default_factory=now_iso)
     before: str
     after: str
     files: list[FileChange]
@@ -81,7 +85,3 @@ class RestoreReport(BaseModel):
     removed: list[PathName]
     skipped: list[PathName] = Field(default_factory=list)  # not in the snapshot: left alone
     dry_run: bool = False
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

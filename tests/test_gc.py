@@ -34,7 +34,7 @@ from snapshotter.history.recorder import Recorder
 from snapshotter.history.records import load, save
 from snapshotter.history.retention import Policy
 from snapshotter.hooks.builtin import SnapshotBuiltin
-from snapshotter.hooks.events import HookInput
+from snapshotter.hooks.wire import HookInput
 from snapshotter.store import compaction
 from snapshotter.store import shadow as store_mod
 from snapshotter.store.logfile import log_path

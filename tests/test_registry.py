@@ -15,8 +15,8 @@ from conftest import write
 
 from snapshotter.hooks import events as ev
 from snapshotter.hooks.builtin import AUTO_EVENTS, BUILTIN_NAME, register_snapshot
-from snapshotter.hooks.events import HookInput, HookOutput
 from snapshotter.hooks.registry import Executor, HookDefinition, HooksConfig, Registry
+from snapshotter.hooks.wire import HookInput, HookOutput
 
 
 def script(tmp_path: Path, name: str, body: str) -> str:

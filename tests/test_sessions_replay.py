@@ -18,8 +18,9 @@ from builders import run_hook
 
 from snapshotter.cli import replay
 from snapshotter.hooks.builtin import register_snapshot
-from snapshotter.hooks.events import SNAPSHOT_EVENTS, TOOL_EVENTS, HookInput
+from snapshotter.hooks.events import SNAPSHOT_EVENTS, TOOL_EVENTS
 from snapshotter.hooks.registry import Executor, HooksConfig, Registry
+from snapshotter.hooks.wire import HookInput
 from snapshotter.models import Checkpoint
 from snapshotter.store.logfile import log_path
 

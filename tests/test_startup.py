@@ -4,7 +4,9 @@ The hook runs once per agent event, so its imports are paid thousands of
 times a session. Each test runs the real entry point in a fresh interpreter
 and asserts on the modules it loaded (never on times): the client of a
 running hook server loads none of the heavy libraries, and a process that
-handles its event itself loads only what capturing needs.
+handles its event itself loads only what capturing needs: no pydantic, whose
+import and model building alone cost more than the rest of the imports (the
+state and the event are read plainly, history/records.py and hooks/events.py).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -34,11 +37,13 @@ NOT_FOR_CAPTURE = (
     "snapshotter.history.journal",
     "snapshotter.history.retention",
 )
-# Models whose validators are built on first use; a hook never uses them.
-UNUSED_MODELS = (
-    ("snapshotter.hooks.events", "HookOutput"),
-    ("snapshotter.hooks.events", "HookSpecificOutput"),
-    ("snapshotter.models", "RestoreReport"),
+# pydantic and our modules that import it: the API's and the schema's models.
+PYDANTIC = (
+    "pydantic",
+    "pydantic_core",
+    "snapshotter.models",
+    "snapshotter.hooks.wire",
+    "snapshotter.history.schema",
 )
 
 # Runs the console script's entry, then reports what the process loaded.
@@ -49,20 +54,16 @@ try:
     main(["--data-dir", sys.argv[1], "hook"])
 except SystemExit:
     pass
-built = {}
-for module, name in json.loads(sys.argv[3]):
-    if module in sys.modules:
-        built[module + "." + name] = getattr(sys.modules[module], name).__pydantic_complete__
 with open(sys.argv[2], "w") as f:
-    json.dump({"modules": sorted(sys.modules), "built": built}, f)
+    json.dump({"modules": sorted(sys.modules)}, f)
 """
 
 
-def probe(tmp_path: Path, data_dir: Path, event: dict[str, str]) -> dict[str, object]:
+def probe(tmp_path: Path, data_dir: Path, event: Mapping[str, object]) -> dict[str, object]:
     """Handle ``event`` like the ``snapshotter hook`` script; what the process loaded."""
     report = tmp_path / f"probe-{time.monotonic_ns()}.json"
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, str(data_dir), str(report), json.dumps(UNUSED_MODELS)],
+        [sys.executable, "-c", PROBE, str(data_dir), str(report)],
         input=json.dumps(event).encode(),
         capture_output=True,
         timeout=120,
@@ -96,9 +97,35 @@ def test_a_hook_handled_in_process_loads_only_what_capturing_needs(
     assert checkpoint_files(root, data_dir, "s") == [["a.txt"]], "the turn was recorded"
     extra = loaded(found["modules"], NOT_FOR_CAPTURE)
     assert not extra, f"recording a turn loaded modules it does not need: {extra}"
-    built = found["built"]
-    assert isinstance(built, dict) and len(built) == len(UNUSED_MODELS), built
-    assert not any(built.values()), f"validators built though never used: {built}"
+    extra = loaded(found["modules"], PYDANTIC)
+    assert not extra, f"recording a turn loaded pydantic: {extra}"
+
+
+def test_a_tool_span_handled_in_process_loads_no_pydantic(tmp_path: Path, data_dir: Path) -> None:
+    """Tool events (``tool_input`` read for named paths) and a session's first event too."""
+    root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
+    base = {"session_id": "s", "cwd": str(root), "tool_name": "write_file", "tool_use_id": "t1"}
+    first = probe(tmp_path, data_dir, {**base, "hook_event_name": "session_start"})
+    tool_input = {"path": str(root / "a.txt"), "content": "changed"}
+    probe(tmp_path, data_dir, {**base, "hook_event_name": "pre_tool_use", "tool_input": tool_input})
+    write(root, "a.txt", "changed\n")
+    post = {**base, "hook_event_name": "post_tool_use", "tool_input": tool_input}
+    found = probe(tmp_path, data_dir, post)
+    assert checkpoint_files(root, data_dir, "s") == [["a.txt"]], "the tool was recorded"
+    for name, modules in (("session_start", first), ("post_tool_use", found)):
+        extra = loaded(modules["modules"], PYDANTIC)
+        assert not extra, f"{name} loaded pydantic: {extra}"
+
+
+def test_an_event_pydantic_must_convert_is_still_recorded(tmp_path: Path, data_dir: Path) -> None:
+    """A field of another JSON type (a number as a string) goes through HookInput, as before."""
+    root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
+    base = {"session_id": "s", "cwd": str(root), "iteration": "3"}
+    probe(tmp_path, data_dir, {**base, "hook_event_name": "turn_start"})
+    write(root, "a.txt", "changed\n")
+    found = probe(tmp_path, data_dir, {**base, "hook_event_name": "turn_end"})
+    assert checkpoint_files(root, data_dir, "s") == [["a.txt"]], "the turn was recorded"
+    assert loaded(found["modules"], ("pydantic",)), "HookInput converted the odd field"
 
 
 def test_an_event_the_builtin_ignores_loads_no_engine(tmp_path: Path, data_dir: Path) -> None:

@@ -18,8 +18,8 @@ from snapshotter.cli.main import main as cli_main
 from snapshotter.errors import Conflict, NothingToDo, SnapshotterError
 from snapshotter.hooks import events as ev
 from snapshotter.hooks.builtin import SnapshotController, register_snapshot
-from snapshotter.hooks.events import HookInput
 from snapshotter.hooks.registry import Executor, HooksConfig, Registry
+from snapshotter.hooks.wire import HookInput
 from snapshotter.models import Checkpoint
 from snapshotter.store.logfile import log_path
 
@@ -527,7 +527,7 @@ def test_the_file_cap_never_blocks_the_way_back(repo: Path, data_dir: Path) -> N
     from snapshotter.engine import Engine
     from snapshotter.history import undo as history
     from snapshotter.hooks.builtin import SnapshotBuiltin
-    from snapshotter.hooks.events import HookInput
+    from snapshotter.hooks.wire import HookInput
 
     for i in range(20):
         write(repo, f"many/f{i}.txt", f"{i}\n")

@@ -91,6 +91,6 @@ def checkpoint_cmd(c: Ctx, directory: str, message: str, session_id: str, as_jso
     if cp is None:
         raise NothingToDo("nothing changed since the last snapshot")
     if as_json:
-        output.emit_json(cp.model_dump(mode="json"))
+        output.emit_json(cp.to_model().model_dump(mode="json"))
     else:
-        click.echo(f"checkpoint {cp.id}: {output.counts(cp)}  {cp.label}")
+        click.echo(f"checkpoint {cp.id}: {output.counts(cp.to_model())}  {cp.label}")

@@ -3,7 +3,8 @@
 Each method is one lifecycle moment: capture, then compare with the span's
 start and record a checkpoint only when files in scope changed. Everything
 happens under the store lock inside one state transaction, so concurrent hook
-processes never lose or duplicate a checkpoint.
+processes never lose or duplicate a checkpoint. Checkpoints are returned as the
+state keeps them (``Record``; ``to_model()`` gives the API's ``Checkpoint``).
 """
 
 from __future__ import annotations
@@ -11,12 +12,13 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
+from snapshotter.config import Kind, now_iso
 from snapshotter.history import labels
-from snapshotter.history.records import MAX_PENDING_TOOLS, Mark, State, editing
-from snapshotter.models import Checkpoint, FileChange, Kind, now_iso
-from snapshotter.store.changes import changes
+from snapshotter.history.records import MAX_PENDING_TOOLS, Change, Mark, Record, State, editing
+from snapshotter.store.changes import statuses
 from snapshotter.store.shadow import RACY_WINDOW_NS, Capture, Store
 from snapshotter.store.walk import Skip
 from snapshotter.store.workspace import Workspace
@@ -29,13 +31,13 @@ class Recorder:
         self.engine = engine
         self.session_id = session_id
 
-    def session_start(self) -> Checkpoint | None:
+    def session_start(self) -> Record | None:
         with editing(self.engine.store) as state:
             closed = self._close_interrupted(state)
             self._capture(state)
             return closed
 
-    def turn_start(self, prompt: str = "") -> Checkpoint | None:
+    def turn_start(self, prompt: str = "") -> Record | None:
         """Open a turn; one still open was interrupted (no ``Stop``) and is closed first."""
         with editing(self.engine.store) as state:
             closed = self._close_interrupted(state)
@@ -46,11 +48,11 @@ class Recorder:
             sess.turn_tools = []
             return closed
 
-    def turn_end(self, reason: str) -> Checkpoint | None:
+    def turn_end(self, reason: str) -> Record | None:
         with editing(self.engine.store) as state:
             return self._end_turn(state, reason or "turn_end")
 
-    def checkpoint(self, label: str) -> Checkpoint | None:
+    def checkpoint(self, label: str) -> Record | None:
         """A checkpoint by hand: what changed since the last snapshot of this worktree.
 
         None when nothing changed, or when there was no snapshot before (this
@@ -91,13 +93,12 @@ class Recorder:
         """``named``: worktree paths the tool's input says it writes."""
         with editing(self.engine.store) as state:
             sess = state.session(self.session_id)
-            mark = self._capture(state).model_copy(
-                update={
-                    "tool_use_id": tool_use_id or None,
-                    "tool_name": tool_name,
-                    "named": sorted(set(named)),
-                    "command": labels.bounded(command) if command else None,
-                }
+            mark = replace(
+                self._capture(state),
+                tool_use_id=tool_use_id or None,
+                tool_name=tool_name,
+                named=sorted(set(named)),
+                command=labels.bounded(command) if command else None,
             )
             sess.tools = [*sess.tools, mark][-MAX_PENDING_TOOLS:]
 
@@ -107,18 +108,17 @@ class Recorder:
         tool_name: str,
         named: Sequence[str] = (),
         command: str | None = None,
-    ) -> Checkpoint | None:
+    ) -> Record | None:
         with editing(self.engine.store) as state:
             sess = state.session(self.session_id)
             start = _pop_tool(sess.tools, tool_use_id, tool_name) or sess.last
             capture, mark = self._capture_pair(state)
             if start is None:
                 return None
-            start = start.model_copy(
-                update={
-                    "named": sorted({*start.named, *named}),
-                    "command": start.command or (labels.bounded(command) if command else None),
-                }
+            start = replace(
+                start,
+                named=sorted({*start.named, *named}),
+                command=start.command or (labels.bounded(command) if command else None),
             )
             name = tool_name or "tool"
             cp = self._record(
@@ -135,7 +135,7 @@ class Recorder:
             sess.last = mark
             return cp
 
-    def session_end(self) -> Checkpoint | None:
+    def session_end(self) -> Record | None:
         """Close a turn the runtime never ended, so its changes are not lost."""
         with editing(self.engine.store) as state:
             sess = state.session(self.session_id)
@@ -145,13 +145,13 @@ class Recorder:
 
     # -- helpers -----------------------------------------------------------
 
-    def _close_interrupted(self, state: State) -> Checkpoint | None:
+    def _close_interrupted(self, state: State) -> Record | None:
         """A turn the runtime never ended (Esc: no ``Stop``) ends here, as session_end does."""
         if state.session(self.session_id).turn is None:
             return None
         return self._end_turn(state, "interrupted")
 
-    def _end_turn(self, state: State, reason: str) -> Checkpoint | None:
+    def _end_turn(self, state: State, reason: str) -> Record | None:
         sess = state.session(self.session_id)
         start = sess.turn or sess.last
         capture, mark = self._capture_pair(state)
@@ -197,9 +197,10 @@ class Recorder:
         reason: str | None = None,
         tool_name: str | None = None,
         command: str | None = None,
-    ) -> Checkpoint | None:
+    ) -> Record | None:
         """Record the span as a checkpoint if files in scope changed (the rest: label sources)."""
-        files = changes(self.engine.store, start.tree, capture.tree, self.engine.in_scope)
+        found = statuses(self.engine.store, start.tree, capture.tree, self.engine.in_scope)
+        files = [Change(path, status) for path, status in found]
         files, start, capture = settle(self.engine.store, start, capture, files)  # #12.1, #13.6
         owners = _named_owners(state, start)
         files = [f for f in files if self._ours(state, kind, start, capture, owners, f.path)]
@@ -207,7 +208,7 @@ class Recorder:
         if not files and not skipped:
             return None
         return state.add(
-            Checkpoint(
+            Record(
                 id=state.next_id,
                 session_id=self.session_id,
                 kind=kind,
@@ -306,8 +307,8 @@ LEFT_CAPTURE = "no longer captured: an ignore rule or the size limit leaves it o
 
 
 def settle(
-    store: Store, start: Mark, capture: Capture, files: list[FileChange]
-) -> tuple[list[FileChange], Mark, Capture]:
+    store: Store, start: Mark, capture: Capture, files: list[Change]
+) -> tuple[list[Change], Mark, Capture]:
     """The span's real changes: a file that was only re-classified is no change.
 
     - ``deleted`` but still on disk: it left the capture because a rule changed
@@ -341,7 +342,7 @@ def settle(
     tree = store.edit_tree(start.tree, edits)
     return (
         [f for f in files if f.path not in edits],
-        start.model_copy(update={"tree": tree}),
+        replace(start, tree=tree),
         Capture(capture.tree, skipped, capture.started),
     )
 

@@ -14,7 +14,7 @@ from collections import defaultdict
 
 from snapshotter.errors import Conflict, NotFound, NothingToDo, StoreError
 from snapshotter.history import journal
-from snapshotter.history.records import Mark, RedoEntry, State, editing, load
+from snapshotter.history.records import Mark, Record, RedoEntry, State, editing, load
 from snapshotter.models import Checkpoint, RestoreReport
 from snapshotter.store.restore import RestoreResult, check_path
 from snapshotter.store.shadow import Capture, Store
@@ -120,7 +120,7 @@ def restore_files(
 
 
 def _expand(
-    engine: Workspace, state: State, cp: Checkpoint, trees: list[str], paths: list[str]
+    engine: Workspace, state: State, cp: Record, trees: list[str], paths: list[str]
 ) -> list[str]:
     """Worktree paths for ``paths``: files as given, directories as the files below them."""
     touched = {f.path for c in (cp, *state.children(cp.id)) for f in c.files}
@@ -172,18 +172,18 @@ def redo(
 # -- internals ---------------------------------------------------------------
 
 
-def _newest_top_level(state: State, session_id: str) -> Checkpoint | None:
+def _newest_top_level(state: State, session_id: str) -> Record | None:
     for cp in reversed(state.checkpoints):
         if cp.session_id == session_id and cp.parent is None and not cp.undone:
             return cp
     return None
 
 
-def _after(state: State, session_id: str, keep: int) -> list[Checkpoint]:
+def _after(state: State, session_id: str, keep: int) -> list[Record]:
     """Live checkpoints after ``keep``; a turn holding ``keep`` is split into its tools."""
     anchor = state.by_id(keep)
     holder = anchor.parent if anchor is not None else None
-    picked: list[Checkpoint] = []
+    picked: list[Record] = []
     for cp in state.checkpoints:
         if cp.session_id != session_id or cp.undone or cp.id <= keep:
             continue
@@ -198,7 +198,7 @@ def _revert(
     engine: Workspace,
     state: State,
     session_id: str,
-    targets: list[Checkpoint],
+    targets: list[Record],
     op: str,
     force: bool,
     dry_run: bool,
@@ -285,7 +285,7 @@ def _with_paths_from(engine: Workspace, base: str, source: str, paths: list[str]
         return base  # e.g. a file/directory clash: the span keeps its old start
 
 
-def _set_undone(state: State, cp: Checkpoint, undone: bool) -> None:
+def _set_undone(state: State, cp: Record, undone: bool) -> None:
     cp.undone = undone
     for child in state.children(cp.id):
         child.undone = undone
@@ -349,4 +349,8 @@ def _report(state: State, ids: list[int], result: RestoreResult, dry_run: bool) 
 def list_checkpoints(store: Store, session_id: str | None) -> list[Checkpoint]:
     """Checkpoints ordered by id; one session's, or every session's when None."""
     state = load(store)
-    return [cp for cp in state.checkpoints if session_id is None or cp.session_id == session_id]
+    return [
+        cp.to_model()
+        for cp in state.checkpoints
+        if session_id is None or cp.session_id == session_id
+    ]

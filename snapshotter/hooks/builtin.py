@@ -22,12 +22,13 @@ from snapshotter.errors import BadInput, NotAWorktree, NothingToDo, SnapshotterE
 from snapshotter.history import sessions as session_scope
 from snapshotter.history.recorder import Recorder
 from snapshotter.hooks import events as ev
-from snapshotter.store.logfile import append as log_failure
 
 if TYPE_CHECKING:
+    from snapshotter.history.records import Record
     from snapshotter.history.retention import Policy
-    from snapshotter.hooks.events import HookInput, HookOutput
+    from snapshotter.hooks.events import Event
     from snapshotter.hooks.registry import HooksConfig, Registry
+    from snapshotter.hooks.wire import HookInput, HookOutput
     from snapshotter.models import Checkpoint, RestoreReport
 
 BUILTIN_NAME = "snapshot"
@@ -65,13 +66,20 @@ class SnapshotBuiltin:
         if not self.enabled or hook_input.event not in ev.SNAPSHOT_EVENTS:
             return None
         try:
-            self.handle(hook_input, args)
+            self.record(hook_input, args)
         except SnapshotterError as exc:  # never block or break the agent
             log_failure(self.data_dir, f"{hook_input.event}: {exc}")
         return None
 
     def handle(self, hook_input: HookInput, args: list[str]) -> Checkpoint | None:
         """Process one event; raises on failure (``__call__`` logs instead)."""
+        recorded = self.record(hook_input, args)
+        return None if recorded is None else recorded.to_model()
+
+    def record(self, hook_input: HookInput | Event, args: list[str]) -> Record | None:
+        """``handle`` without pydantic: ``snapshotter hook`` hands its plain event here
+        (``events.parse``) and gets the checkpoint as the state keeps it (issue 16.4).
+        """
         if not hook_input.session_id or not hook_input.cwd:
             raise BadInput("hook input needs session_id and cwd")
         options = parse_args(args)
@@ -142,8 +150,8 @@ def retention_policy(options: dict[str, str]) -> Policy:
 
 
 def _dispatch(
-    recorder: Recorder, hook_input: HookInput, options: dict[str, str]
-) -> Checkpoint | None:
+    recorder: Recorder, hook_input: HookInput | Event, options: dict[str, str]
+) -> Record | None:
     event = hook_input.event
     if event == ev.SESSION_START:
         return recorder.session_start()
@@ -294,3 +302,10 @@ def register_snapshot(
     )
     registry.register_builtin(BUILTIN_NAME, builtin)
     return SnapshotController(builtin)
+
+
+def log_failure(data_dir: Path, message: str) -> None:
+    """Into the data directory's hook.log (imported on failure only: it loads datetime)."""
+    from snapshotter.store.logfile import append
+
+    append(data_dir, message)

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 
     from pydantic import ValidationError
 
+    from snapshotter.hooks.wire import HookInput
+
 MAX_INPUT_BYTES = 64 * 1024 * 1024
 
 
@@ -106,19 +108,27 @@ def _handle(raw: bytes, data_dir: Path, args: list[str]) -> None:
         raise BadInput(f"hook input is not JSON: {exc}") from exc
     if not isinstance(data, dict):
         raise BadInput("hook input must be a JSON object")
-    from pydantic import ValidationError
+    from snapshotter.hooks.events import SNAPSHOT_EVENTS, plain_event
 
-    from snapshotter.hooks.events import SNAPSHOT_EVENTS, HookInput
-
-    try:
-        hook_input = HookInput.model_validate(data)
-    except ValidationError as exc:
-        raise BadInput(f"hook input has wrong types: {_fields(exc)}") from exc
+    hook_input = plain_event(data) or _validated(data)  # pydantic only for odd input
     if hook_input.event not in SNAPSHOT_EVENTS:
         return  # before the builtin's imports: an event we ignore costs no more
     from snapshotter.hooks.builtin import SnapshotBuiltin
 
-    SnapshotBuiltin(data_dir_path=data_dir).handle(hook_input, args)
+    SnapshotBuiltin(data_dir_path=data_dir).record(hook_input, args)
+
+
+def _validated(data: dict[str, object]) -> HookInput:
+    """``HookInput`` of input the plain reading leaves to it (converted, or BadInput)."""
+    from pydantic import ValidationError
+
+    from snapshotter.errors import BadInput
+    from snapshotter.hooks.wire import HookInput
+
+    try:
+        return HookInput.model_validate(data)
+    except ValidationError as exc:
+        raise BadInput(f"hook input has wrong types: {_fields(exc)}") from exc
 
 
 def _fields(exc: ValidationError) -> str:

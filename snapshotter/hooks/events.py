@@ -1,15 +1,24 @@
-"""Hook wire models, compatible with docker-agent's ``Input``/``Output`` JSON.
+"""Hook events, compatible with docker-agent's ``Input``/``Output`` JSON.
 
 Claude Code's input (PascalCase event names) is accepted and mapped to the
 docker-agent events the snapshot builtin handles (SPEC §6).
+
+The wire models (``HookInput``, ``HookOutput``) are pydantic and live in
+``hooks.wire``. ``snapshotter hook`` reads its event with ``plain_event``:
+checks that accept exactly what ``HookInput`` takes unchanged, leaving
+anything else to ``HookInput`` itself, so a hook process with an ordinary
+event pays no pydantic import (issue 16.4).
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+TYPE_CHECKING = False  # typing costs the hook process milliseconds it need not pay
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
 
 SESSION_START = "session_start"
 TURN_START = "turn_start"
@@ -48,130 +57,142 @@ CLAUDE_EVENTS = {
 }
 
 
-class HookInput(BaseModel):
-    """One event, as docker-agent sends it on stdin; unknown fields are ignored."""
+# -- what the snapshot builtin reads of an event --------------------------------------------
 
-    model_config = ConfigDict(extra="ignore")
 
-    session_id: str = ""
-    cwd: str = ""
-    hook_event_name: str = ""
-    agent_name: str = ""
-    model_id: str = ""
-    iteration: int = 0
-    last_user_message: str = ""
-    tool_name: str = ""
-    tool_use_id: str = ""
-    tool_input: dict[str, Any] | None = None
-    tool_response: Any = None
-    tool_error: bool = False
-    messages: list[Any] | None = None
-    source: str = ""
-    reason: str = ""
-    stop_response: str = ""
-    prompt: str = ""
-    parent_session_id: str = ""
-    notification_level: str = ""
-    notification_message: str = ""
-    from_agent: str = ""
-    to_agent: str = ""
-    agent_switch_kind: str = ""
-    from_agent_models: list[dict[str, Any]] | None = None
-    previous_max_iterations: int = 0
-    new_max_iterations: int = 0
-    approval_decision: str = ""
-    approval_source: str = ""
-    input_tokens: int = 0
-    output_tokens: int = 0
-    context_limit: int = 0
-    compaction_reason: str = ""
-    summary: str = ""
-    # Claude Code only.
-    transcript_path: str = ""
+def without_lone_surrogates(value: str) -> str:
+    # JSON may carry "\ud800"; the persisted state would store it as U+FFFD,
+    # so the next event of the same session or tool would no longer match.
+    return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
-    @field_validator("session_id", "tool_use_id", "tool_name", "reason", "cwd")
-    @classmethod
-    def _no_lone_surrogates(cls, value: str) -> str:
-        # JSON may carry "\ud800"; the persisted state would store it as U+FFFD,
-        # so the next event of the same session or tool would no longer match.
-        return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
-    @field_validator("session_id", "tool_use_id", "tool_name")
-    @classmethod
-    def _bounded(cls, value: str) -> str:
-        # Kept in the store's state, which every later event loads and saves:
-        # a megabyte-long id would slow down every hook of that worktree for good.
-        if len(value) > MAX_ID_CHARS:
-            raise ValueError(f"longer than {MAX_ID_CHARS} characters")
-        return value
+def command_of(tool_input: dict[str, Any] | None) -> str | None:
+    """A shell tool's command (Claude Code's Bash ``command``, docker-agent's ``cmd``)."""
+    data = tool_input or {}
+    found = data.get("command", data.get("cmd"))
+    return found if isinstance(found, str) and found.strip() else None
 
-    @field_validator("reason")
-    @classmethod
-    def _short_reason(cls, value: str) -> str:
-        return value[:MAX_REASON_CHARS]  # a checkpoint label, kept in the state
 
-    @field_validator("hook_event_name")
-    @classmethod
-    def _normalise_event(cls, value: str) -> str:
-        return CLAUDE_EVENTS.get(value, value)
+def named_paths_of(tool_input: dict[str, Any] | None, cwd: str) -> list[str]:
+    """Absolute paths the tool's input names as the files it writes.
+
+    Claude Code's Write/Edit/MultiEdit say ``file_path`` (NotebookEdit
+    ``notebook_path``), docker-agent's file tools ``path`` or ``paths``;
+    relative ones are relative to the event's ``cwd``.
+    """
+    data = tool_input or {}
+    named: list[Any] = [data.get(key) for key in PATH_KEYS]
+    if isinstance(data.get("paths"), list):
+        named.extend(data["paths"])
+    return [
+        os.path.normpath(os.path.join(cwd, p))
+        for p in named
+        if isinstance(p, str) and p and "\0" not in p
+    ]
+
+
+class Event:
+    """One event as the snapshot builtin reads it: ``HookInput``'s values, without pydantic.
+
+    A ``HookInput`` has the same attributes and methods, so either may be handed
+    to the builtin.
+    """
+
+    __slots__ = (
+        "cwd",
+        "hook_event_name",
+        "prompt",
+        "reason",
+        "session_id",
+        "tool_input",
+        "tool_name",
+        "tool_use_id",
+    )
+
+    def __init__(self, fields: dict[str, Any]) -> None:
+        self.session_id: str = fields.get("session_id", "")
+        self.cwd: str = fields.get("cwd", "")
+        self.hook_event_name: str = fields.get("hook_event_name", "")
+        self.tool_name: str = fields.get("tool_name", "")
+        self.tool_use_id: str = fields.get("tool_use_id", "")
+        self.tool_input: dict[str, Any] | None = fields.get("tool_input")
+        self.reason: str = fields.get("reason", "")
+        self.prompt: str = fields.get("prompt", "")
 
     @property
     def event(self) -> str:
         return self.hook_event_name
 
     def command(self) -> str | None:
-        """A shell tool's command (Claude Code's Bash ``command``, docker-agent's ``cmd``)."""
-        data = self.tool_input or {}
-        found = data.get("command", data.get("cmd"))
-        return found if isinstance(found, str) and found.strip() else None
+        return command_of(self.tool_input)
 
     def named_paths(self) -> list[str]:
-        """Absolute paths the tool's input names as the files it writes.
-
-        Claude Code's Write/Edit/MultiEdit say ``file_path`` (NotebookEdit
-        ``notebook_path``), docker-agent's file tools ``path`` or ``paths``;
-        relative ones are relative to the event's ``cwd``.
-        """
-        data = self.tool_input or {}
-        named: list[Any] = [data.get(key) for key in PATH_KEYS]
-        if isinstance(data.get("paths"), list):
-            named.extend(data["paths"])
-        return [
-            os.path.normpath(os.path.join(self.cwd, p))
-            for p in named
-            if isinstance(p, str) and p and "\0" not in p
-        ]
+        return named_paths_of(self.tool_input, self.cwd)
 
 
-# Answers are read only by a runtime's executor (registry.py), never by
-# ``snapshotter hook``: their validators are built on first use (issue 16.4).
+# HookInput's fields by the one JSON shape each takes unchanged (tests hold this
+# table to HookInput's own fields): "str", "int", "bool", "object?" (an object or
+# null), "array?", "objects?" (an array of objects, or null), "any".
+_STR = (
+    "session_id cwd hook_event_name agent_name model_id last_user_message tool_name "
+    "tool_use_id source reason stop_response prompt parent_session_id notification_level "
+    "notification_message from_agent to_agent agent_switch_kind approval_decision "
+    "approval_source compaction_reason summary transcript_path"
+)
+_INT = (
+    "iteration previous_max_iterations new_max_iterations input_tokens output_tokens context_limit"
+)
+FIELD_SHAPES: dict[str, str] = {
+    **dict.fromkeys(_STR.split(), "str"),
+    **dict.fromkeys(_INT.split(), "int"),
+    "tool_error": "bool",
+    "tool_input": "object?",
+    "messages": "array?",
+    "from_agent_models": "objects?",
+    "tool_response": "any",
+}
+# Validated as HookInput does: surrogates replaced, then bounded or cut.
+CLEANED = ("session_id", "tool_use_id", "tool_name", "reason", "cwd")
+BOUNDED = ("session_id", "tool_use_id", "tool_name")
 
 
-class HookSpecificOutput(BaseModel):
-    model_config = ConfigDict(extra="allow", defer_build=True)
+def plain_event(data: dict[str, Any]) -> Event | None:
+    """The event ``data`` (a JSON object) holds, as ``HookInput.model_validate`` reads it.
 
-    hook_event_name: str = ""
-    permission_decision: str = ""
-    permission_decision_reason: str = ""
-    updated_input: dict[str, Any] | None = None
-    additional_context: str = ""
+    None unless every field has its exact type: a number as a string, a wrong
+    type or an id too long is ``HookInput``'s to convert or reject.
+    """
+    if not _plain(data):
+        return None
+    fields = dict(data)
+    for name in CLEANED:
+        value = fields.get(name)
+        if value:
+            fields[name] = without_lone_surrogates(value)
+    if "reason" in fields:
+        fields["reason"] = fields["reason"][:MAX_REASON_CHARS]
+    event = fields.get("hook_event_name")
+    if event:
+        fields["hook_event_name"] = CLAUDE_EVENTS.get(event, event)
+    return Event(fields)
 
 
-class HookOutput(BaseModel):
-    """What a hook may answer; the snapshot builtin answers nothing."""
+def _plain(data: dict[str, Any]) -> bool:
+    """Does every field of ``data`` have its exact shape (so HookInput would change nothing)?"""
+    for key, value in data.items():
+        shape = FIELD_SHAPES.get(key, "any")  # an unknown key: ignored by both
+        if shape != "any" and not _SHAPES[shape](value):
+            return False
+    return not any(
+        len(without_lone_surrogates(data[name])) > MAX_ID_CHARS for name in BOUNDED if name in data
+    )
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True, defer_build=True)
 
-    continue_: bool | None = Field(default=None, alias="continue")  # a Python keyword
-    stop_reason: str = ""
-    suppress_output: bool = False
-    system_message: str = ""
-    decision: str = ""
-    reason: str = ""
-    hook_specific_output: HookSpecificOutput | None = None
-
-    def is_blocked(self) -> bool:
-        return self.decision == "block" or self.continue_ is False
-
-    def to_json(self) -> str:
-        return self.model_dump_json(by_alias=True, exclude_defaults=True)
+_SHAPES: dict[str, Callable[[Any], bool]] = {
+    "str": lambda v: type(v) is str,
+    "int": lambda v: type(v) is int,
+    "bool": lambda v: type(v) is bool,
+    "object?": lambda v: v is None or type(v) is dict,
+    "array?": lambda v: v is None or type(v) is list,
+    "objects?": lambda v: v is None or (type(v) is list and all(type(i) is dict for i in v)),
+}

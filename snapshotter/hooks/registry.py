@@ -19,7 +19,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from snapshotter.hooks.events import TOOL_EVENTS, HookInput, HookOutput
+from snapshotter.hooks.events import TOOL_EVENTS
+from snapshotter.hooks.wire import HookInput, HookOutput
 
 log = logging.getLogger("snapshotter.hooks")
 

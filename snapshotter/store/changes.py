@@ -6,9 +6,13 @@ import unicodedata
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
-from snapshotter.models import FileChange, Status
+from snapshotter.config import Status
 from snapshotter.names import display, encode
 from snapshotter.store.shadow import Store
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from snapshotter.models import FileChange
 
 _STATUS: dict[str, Status] = {"A": "added", "D": "deleted", "M": "modified", "T": "modified"}
 
@@ -21,6 +25,15 @@ def changes(
     A path deleted and re-added with another type (file ↔ symlink) is one
     ``modified`` change, as is an exec-bit flip.
     """
+    from snapshotter.models import FileChange
+
+    return [FileChange(path=p, status=s) for p, s in statuses(store, before, after, in_scope)]
+
+
+def statuses(
+    store: Store, before: str, after: str, in_scope: Callable[[str], bool] = lambda _: True
+) -> list[tuple[str, Status]]:
+    """``changes`` as (path, status) pairs, without the pydantic model (a hook records these)."""
     if before == after:
         return []
     found: dict[str, Status] = {}
@@ -30,7 +43,7 @@ def changes(
             continue
         status = _STATUS.get(delta.status, "modified")
         found[path] = "modified" if path in found else status
-    return [FileChange(path=p, status=s) for p, s in sorted(found.items())]
+    return sorted(found.items())
 
 
 @dataclass

@@ -14,10 +14,13 @@ from pathlib import Path
 from snapshotter.config import DEFAULT_MAX_FILES, DEFAULT_MAX_NEW_FILE_SIZE, sessions_dir
 from snapshotter.git.kinds import Entry
 from snapshotter.git.worktree import Worktree
-from snapshotter.models import FileChange
 from snapshotter.store import changes as changes_mod
 from snapshotter.store import restore as restore_mod
 from snapshotter.store.shadow import Capture, Store
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from snapshotter.models import FileChange  # pydantic: not imported by a hook
 
 
 class Workspace:
