@@ -175,7 +175,7 @@ Row = tuple[object, ...]
 def debug_listing(root: Path) -> list[Row]:
     """(path, "mode oid stage", ctime s, ns, mtime s, ns, dev, ino, size) per entry, from git."""
     lines = git(root, "ls-files", "-s", "--debug").splitlines()
-    rows = []
+    rows: list[Row] = []
     for k in range(0, len(lines), 6):  # the entry, then ctime, mtime, dev/ino, uid/gid, size
         meta, path = lines[k].split("\t", 1)
         ctime = lines[k + 1].split()[1].split(":")

@@ -99,32 +99,35 @@ class _PackOut:
     def __init__(self, pack_dir: Path) -> None:
         self.pack_dir = pack_dir
         self.tmp = pack_dir / f"{TEMP_PREFIX}{secrets.token_hex(6)}"
-        self.offsets: dict[bytes, int] = {}
-        self.entries: list[tuple[bytes, int, int]] = []  # oid, crc32, offset
+        # id -> offset << 32 | crc32: one int per object (a 500k-object pack kept
+        # a dict of offsets and a list of tuples, ~200 bytes an object).
+        self.records: dict[bytes, int] = {}
         self.file = open(self.tmp.with_suffix(".pack"), "wb")  # noqa: SIM115 (closed by finish or discard)
         head = struct.pack(">4sII", b"PACK", 2, 0)  # count patched in finish
         self.file.write(head)
         self.offset = len(head)
 
     def __contains__(self, oid: bytes) -> bool:
-        return oid in self.offsets
+        return oid in self.records
+
+    def offset_of(self, oid: bytes) -> int:
+        return self.records[oid] >> 32
 
     def add(self, oid: bytes, kind: int, data: bytes) -> None:
         self.add_record(oid, _header(kind, len(data)) + zlib.compress(data, 1))
 
     def add_record(self, oid: bytes, record: bytes) -> None:
         self.file.write(record)
-        self.offsets[oid] = self.offset
-        self.entries.append((oid, zlib.crc32(record), self.offset))
+        self.records[oid] = self.offset << 32 | zlib.crc32(record)
         self.offset += len(record)
 
     def finish(self) -> int:
         """Trailer and index, then ``.pack`` and ``.idx`` renamed into place; 0 if empty."""
-        if not self.entries:
+        if not self.records:
             self.file.close()
             return 0
         self.file.seek(8)
-        self.file.write(struct.pack(">I", len(self.entries)))
+        self.file.write(struct.pack(">I", len(self.records)))
         self.file.close()
         # The trailer is the SHA-1 of everything before it, count included.
         digest = hashlib.sha1()
@@ -133,10 +136,10 @@ class _PackOut:
                 digest.update(chunk)
             f.write(digest.digest())
         name = f"pack-{digest.hexdigest()}"
-        self.tmp.with_suffix(".idx").write_bytes(_index(self.entries, digest.digest()))
+        self.tmp.with_suffix(".idx").write_bytes(_index(self.records, digest.digest()))
         os.replace(self.tmp.with_suffix(".pack"), self.pack_dir / f"{name}.pack")
         os.replace(self.tmp.with_suffix(".idx"), self.pack_dir / f"{name}.idx")
-        return len(self.entries)
+        return len(self.records)
 
     def discard(self) -> None:
         self.file.close()
@@ -185,7 +188,7 @@ def _rebased(out: _PackOut, raw: bytes, offset: int, at: dict[int, bytes]) -> by
     if base is None or base not in out:
         return None
     head = bytes([(raw[0] & 0x8F) | (OFS_DELTA << 4)]) + raw[1:body]  # a REF_DELTA becomes one
-    return head + _distance(out.offset - out.offsets[base]) + raw[data_at:]
+    return head + _distance(out.offset - out.offset_of(base)) + raw[data_at:]
 
 
 def _whole(oid: bytes, read: Callable[[bytes], tuple[int, bytes]]) -> tuple[int, bytes]:
@@ -250,32 +253,40 @@ def clean_pack_dir(pack_dir: Path) -> int:
     return removed
 
 
-def _index(entries: list[tuple[bytes, int, int]], pack_sum: bytes) -> bytes:
-    entries = sorted(entries)
+def _index(records: dict[bytes, int], pack_sum: bytes) -> bytes:
+    """The v2 ``.idx`` of ``records`` (id -> offset << 32 | crc32), built in arrays."""
+    names = sorted(records)
     fanout = [0] * 256
-    for oid, _crc, _off in entries:
+    for oid in names:
         fanout[oid[0]] += 1
     running = 0
     for i in range(256):
         running += fanout[i]
         fanout[i] = running
-    large: list[int] = []
-    offsets = []
-    for _oid, _crc, off in entries:
+    crcs = array.array("I")
+    offsets = array.array("I")
+    large = array.array("Q")
+    for oid in names:
+        record = records[oid]
+        crcs.append(record & 0xFFFFFFFF)
+        off = record >> 32
         if off < 0x80000000:
             offsets.append(off)
         else:
             offsets.append(0x80000000 | len(large))
             large.append(off)
+    if sys.byteorder == "little":
+        for table in (crcs, offsets, large):
+            table.byteswap()  # the index is big-endian
     body = b"".join(
         (
             b"\377tOc",
             struct.pack(">I", 2),
             struct.pack(">256I", *fanout),
-            b"".join(oid for oid, _c, _o in entries),
-            struct.pack(f">{len(entries)}I", *(crc & 0xFFFFFFFF for _o, crc, _f in entries)),
-            struct.pack(f">{len(offsets)}I", *offsets),
-            struct.pack(f">{len(large)}Q", *large),
+            b"".join(names),
+            crcs.tobytes(),
+            offsets.tobytes(),
+            large.tobytes(),
             pack_sum,
         )
     )
@@ -364,7 +375,8 @@ class PackIndex:
         alone took 60 MB); for a few, a search each.
         """
         if len(self) <= 4 * len(wanted):
-            return set(wanted).difference(self.iter_names())
+            ids = wanted if isinstance(wanted, set) else set(wanted)
+            return ids.difference(self.iter_names())
         return {oid for oid in wanted if oid not in self}
 
 
@@ -397,12 +409,13 @@ def read_pack_index(path: Path, *, offsets: bool = False) -> PackIndex | None:
 
 # -- object headers, read without mapping the pack ---------------------------
 
+_TWO_VARINTS = re.compile(rb"([\x80-\xff]*[\x00-\x7f])([\x80-\xff]*[\x00-\x7f])")
 _READ = 512  # bytes read at an entry: its header, and most deltas' size header
 _WINDOW = 1 << 20  # bytes read at once where the wanted entries lie close together
 _DENSE_GAP = 64 * 1024  # ... closer than this on average
 _DELTA_HEAD_MAX = 64 * 1024  # compressed bytes read for a delta's size header at most
 _CHAIN_MAX = 10_000  # delta bases followed for an object's type at most
-_KINDS_KEPT = 1 << 17  # entries whose type is remembered (then forgotten, all at once)
+_KINDS_KEPT = 1 << 16  # entries whose type is remembered (then forgotten, all at once)
 
 
 def read_headers(
@@ -466,27 +479,40 @@ class _EntryHeaders:
         self.buf_at = 0
         self.kinds: dict[int, int] = {}  # offset -> type, for entries met
 
-    def _read(self, offset: int, size: int) -> bytes:
-        """``size`` bytes at ``offset`` (fewer at the end of the file)."""
-        at = offset - self.buf_at
-        if at >= 0 and at + size <= len(self.buf):
-            return self.buf[at : at + size]
-        if not self.window:
-            return os.pread(self.fd, size, offset)
-        self.buf = os.pread(self.fd, max(self.window, size), offset)
-        self.buf_at = offset
-        return self.buf[:size]
-
     def header(self, offset: int) -> tuple[int, int] | None:
+        """(type, size) of the entry at ``offset``; None when it cannot be read.
+
+        The common case inline (this runs per seeded file): a whole object's
+        header, or a delta whose base was met already.
+        """
         try:
-            raw = self._read(offset, _READ)
-            kind, size, base, data_at = self._entry(raw, offset)
-            if base is not None:
+            at = offset - self.buf_at
+            if at >= 0 and at + _READ <= len(self.buf):
+                raw = self.buf[at : at + _READ]
+            elif self.window:
+                self.buf = os.pread(self.fd, self.window, offset)
+                self.buf_at = offset
+                raw = self.buf[:_READ]
+            else:
+                raw = os.pread(self.fd, _READ, offset)
+            byte = raw[0]
+            kind = (byte >> 4) & 7
+            if kind in (1, 2, 3, 4):
+                size, shift, pos = byte & 0x0F, 4, 1
+                while byte & 0x80:
+                    byte = raw[pos]
+                    pos += 1
+                    size |= (byte & 0x7F) << shift
+                    shift += 7
+            else:
+                _kind, _size, base, data_at = self._entry(raw, offset)
+                if base is None:
+                    return None
                 kind = self._kind(base)
                 size = self._delta_size(raw, data_at, offset)
         except (OSError, IndexError, ValueError, zlib.error, struct.error):
             return None
-        if kind not in (1, 2, 3, 4) or size < 0:
+        if kind < 0 or size < 0:
             return None
         kinds = self.kinds
         if len(kinds) >= _KINDS_KEPT:
@@ -557,21 +583,14 @@ class _EntryHeaders:
 
 def _delta_sizes(data: bytes) -> tuple[int, int] | None:
     """The base and result sizes a delta starts with (two little-endian varints)."""
-    if len(data) >= 2 and data[0] < 0x80 and data[1] < 0x80:
-        return data[0], data[1]  # both under 128 bytes
+    found = _TWO_VARINTS.match(data)
+    if found is None:
+        return None
     sizes = []
-    pos = 0
-    for _ in range(2):
-        value = shift = 0
-        while True:
-            if pos >= len(data):
-                return None
-            byte = data[pos]
-            pos += 1
-            value |= (byte & 0x7F) << shift
-            shift += 7
-            if not byte & 0x80:
-                break
+    for group in found.groups():
+        value = 0
+        for byte in reversed(group):
+            value = (value << 7) | (byte & 0x7F)
         sizes.append(value)
     return sizes[0], sizes[1]
 

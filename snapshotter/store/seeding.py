@@ -363,7 +363,7 @@ def link_objects(src_objects: Path, dst_objects: Path, wanted: set[bytes]) -> se
     """
     seen: set[Path] = set()
     src_packs, dst_packs = src_objects / "pack", dst_objects / "pack"
-    missing = _link_packs(src_packs, dst_packs, set(wanted), seen)
+    missing = _link_packs(src_packs, dst_packs, wanted, seen)  # never changes its set
     missing, vanished = _link_loose(src_objects, dst_objects, missing)
     if vanished:
         again = _link_packs(src_packs, dst_packs, vanished, seen)
@@ -378,7 +378,7 @@ def link_packs(src_objects: Path, dst_objects: Path, wanted: set[bytes]) -> set[
     pruned (its ``gc --auto`` after a big commit): they are the store's own
     copies now, which the source's pack would share again once linked.
     """
-    left = _link_packs(src_objects / "pack", dst_objects / "pack", set(wanted), set())
+    left = _link_packs(src_objects / "pack", dst_objects / "pack", wanted, set())
     return wanted - left
 
 
