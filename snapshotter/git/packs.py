@@ -418,22 +418,30 @@ _CHAIN_MAX = 10_000  # delta bases followed for an object's type at most
 _KINDS_KEPT = 1 << 16  # entries whose type is remembered (then forgotten, all at once)
 
 
-def read_headers(
-    pack_dir: Path, wanted: set[bytes], found: Callable[[bytes, int, int], None]
-) -> None:
-    """``found(oid, type, size)`` for each of ``wanted`` the packs in ``pack_dir`` hold,
-    each removed from ``wanted``: what is left there was not found.
+UNKNOWN = -1  # a header read_headers has not found (yet)
+
+
+def header_value(kind: int, size: int) -> int:
+    """An object's (type, size) as one int, as ``read_headers`` stores it."""
+    return size << 3 | kind
+
+
+def read_headers(pack_dir: Path, headers: dict[bytes, int]) -> None:
+    """Fill in ``headers`` (raw id -> UNKNOWN): each id the packs in ``pack_dir`` hold
+    gets ``header_value(type, size)``; the others keep UNKNOWN.
 
     libgit2's ``read_header`` answers the same, but maps whole pack windows to
     do it: a first capture asking for 500k seeded blobs had the 1.7 GB source
     pack resident (issue 16.5). Here entries are read with ``pread``, in pack
-    order (a delta's base mostly comes first, and a disk reads ahead).
-    Objects this cannot read (another pack version, a damaged entry, a delta
-    whose base is in another pack) are simply not reported: ask libgit2.
+    order (a delta's base mostly comes first, and a disk reads ahead), and
+    one int per object is all that is kept. Objects this cannot read
+    (another pack version, a damaged entry, a delta whose base is in another
+    pack) stay UNKNOWN: ask libgit2 for those.
     """
+    pending = sum(1 for value in headers.values() if value == UNKNOWN)
     with contextlib.suppress(OSError):
         for idx in sorted(pack_dir.glob("pack-*.idx")):
-            if not wanted:
+            if not pending:
                 break
             index = read_pack_index(idx, offsets=True)
             if index is None:
@@ -446,23 +454,38 @@ def read_headers(
                 if os.pread(fd, 8, 0) not in (b"PACK\0\0\0\2", b"PACK\0\0\0\3"):
                     continue
                 offsets = index.offsets()
-                # (offset << 32 | position), sorted: one int per entry, no key list.
-                held = [
-                    offsets[pos] << 32 | pos
-                    for pos, oid in enumerate(index.iter_names())
-                    if oid in wanted
-                ]
-                held.sort()
-                dense = len(held) * _DENSE_GAP > os.fstat(fd).st_size
-                entries = _EntryHeaders(fd, index, offsets, dense)
-                for key in held:
-                    header = entries.header(key >> 32)
+                held = array.array(
+                    "I",
+                    (
+                        pos
+                        for pos, oid in enumerate(index.iter_names())
+                        if headers.get(oid) == UNKNOWN
+                    ),
+                )
+                pack_size = os.fstat(fd).st_size
+                entries = _EntryHeaders(fd, index, offsets, len(held) * _DENSE_GAP > pack_size)
+                for pos in _in_pack_order(held, offsets, pack_size):
+                    oid = index.name(pos)
+                    if headers.get(oid) != UNKNOWN:
+                        continue
+                    header = entries.header(offsets[pos])
                     if header is not None:
-                        oid = index.name(key & 0xFFFFFFFF)
-                        wanted.discard(oid)
-                        found(oid, *header)
+                        headers[oid] = header_value(*header)
+                        pending -= 1
             finally:
                 os.close(fd)
+
+
+def _in_pack_order(held: array.array[int], offsets: Sequence[int], pack_size: int) -> Iterator[int]:
+    """The positions ``held``, by offset: sorted a bucket at a time, so no list of
+    them all (an int object each) is made."""
+    count = len(held) // 64 + 1
+    buckets: list[array.array[int]] = [array.array("I") for _ in range(count)]
+    for pos in held:
+        buckets[offsets[pos] * count // (pack_size + 1)].append(pos)
+    del held
+    for bucket in buckets:
+        yield from sorted(bucket, key=offsets.__getitem__)
 
 
 class _EntryHeaders:

@@ -507,29 +507,29 @@ def _present(
         fan_outs = {name for name in os.listdir(loose_dir) if len(name) == 2}
     except OSError:
         fan_outs = set()
-    sizes: dict[bytes, int] = {}  # blobs only
-
-    def found(oid: bytes, kind: int, size: int) -> None:
-        if kind == BLOB:
-            sizes[oid] = size
-
-    packed = set(ids.values())  # what is not loose, then what the packs did not answer
+    # raw id -> header_value(type, size): one dict, one int per object.
+    headers = dict.fromkeys(ids.values(), packwriter.UNKNOWN)
     if fan_outs:
-        for oid in list(packed):
+        for oid in headers:
             header = _loose_header(loose_dir, oid) if oid[:1].hex() in fan_outs else None
             if header is not None:
-                packed.discard(oid)
-                found(oid, *header)
-    packwriter.read_headers(store_git_dir / "objects" / "pack", packed, found)
+                headers[oid] = packwriter.header_value(*header)
+    packwriter.read_headers(store_git_dir / "objects" / "pack", headers)
     odb: ObjectDB | None = None
-    for oid in packed:
+    for oid, value in headers.items():
+        if value != packwriter.UNKNOWN:
+            continue
         if odb is None:
             odb = ObjectDB(store_git_dir)  # a fresh one sees the linked packs
         header = odb.header(oid)
         if header is not None:
-            found(oid, *header)
-    del packed
-    for rel in [rel for rel, oid in ids.items() if sizes.get(oid) != stale[rel][1]]:
+            headers[oid] = packwriter.header_value(*header)
+    wrong = [
+        rel
+        for rel, oid in ids.items()
+        if headers[oid] != packwriter.header_value(BLOB, stale[rel][1])
+    ]
+    for rel in wrong:
         del ids[rel]
     return ids
 
