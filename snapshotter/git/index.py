@@ -9,7 +9,8 @@ neither.
 
 ``read_entries`` reads everything else an entry holds (stat data, object id,
 flags); only seeding a capture from the source index needs it, so it is
-parsed on demand and never cached.
+parsed on demand and never cached. ``iter_split_entries`` gives the same
+entries one at a time: seeding keeps only the few fields it needs of each.
 """
 
 from __future__ import annotations
