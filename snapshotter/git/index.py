@@ -9,7 +9,8 @@ neither.
 
 ``read_entries`` reads everything else an entry holds (stat data, object id,
 flags); only seeding a capture from the source index needs it, so it is
-parsed on demand and never cached.
+parsed on demand and never cached. ``iter_split_entries`` gives the same
+entries one at a time: seeding keeps only the few fields it needs of each.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import marshal
 import os
 import struct
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple, TypeVar
 
@@ -278,60 +279,132 @@ def read_split_entries(
     data: bytes, oid_size: int = SHA1_SIZE, git_dir: Path | None = None
 ) -> tuple[list[IndexEntry], Path | None] | None:
     """``read_entries``, and the shared index file the entries were merged with (if any)."""
-    parsed = _full_entries(data, oid_size)
-    if parsed is None:
+    found = iter_split_entries(data, oid_size, git_dir)
+    if found is None:
         return None
-    own, end = parsed
-    link = _extensions(data, end, oid_size).get(_SPLIT_INDEX)
+    entries, shared_file = found
+    if shared_file is None:
+        return list(entries), None
+    try:  # a damaged shared index means no entries, as when it cannot be read
+        return list(entries), shared_file
+    except (ValueError, struct.error, IndexError):
+        return None
+
+
+def iter_split_entries(
+    data: bytes, oid_size: int = SHA1_SIZE, git_dir: Path | None = None
+) -> tuple[Iterator[IndexEntry], Path | None] | None:
+    """``read_split_entries``, each entry parsed as it is iterated (in the same order).
+
+    A 500k-entry index held as a list of IndexEntry took 270 MB; a pass that
+    keeps what it needs holds one at a time. Checksums, the version and the
+    split index's shape are checked before the first entry comes out; a
+    malformed entry raises while iterating (as ``read_split_entries`` does
+    while reading).
+    """
+    own = _IndexFile.checked(data, oid_size)
+    if own is None:
+        return None
+    link = _extensions(data, own.end(), oid_size).get(_SPLIT_INDEX)
     if link is None or link[:oid_size] == bytes(oid_size):
-        return own, None
+        return iter(own), None
     if git_dir is None:
         return None
     shared_file = git_dir / f"sharedindex.{link[:oid_size].hex()}"
     try:
-        shared = _full_entries(shared_file.read_bytes(), oid_size)
+        shared = _IndexFile.checked(shared_file.read_bytes(), oid_size)
         if shared is None:
             return None
-        merged = _merge_split(
-            link,
-            own,
-            shared[0],
-            oid_size,
-            lambda new, old: new if new.path else new._replace(path=old.path),
-        )
+        mine = list(own)  # a split index's own file holds what changed since its shared one
+        deleted, replaced = _split_bits(link, oid_size)
+        if len(replaced) > len(mine) or any(pos >= shared.count for pos in (*deleted, *replaced)):
+            raise ValueError("link extension does not fit its shared index")
     except (OSError, ValueError, struct.error, IndexError):
         return None
-    return merged, shared_file
+    return _merged(mine, iter(shared), set(deleted), replaced), shared_file
 
 
-def _full_entries(data: bytes, oid_size: int) -> tuple[list[IndexEntry], int] | None:
-    """Every entry of one index file, checksum checked, and where its extensions start."""
-    if len(data) < _HEADER.size + oid_size:
-        return None
-    trailer = data[-oid_size:]
-    digest = hashlib.sha1 if oid_size == SHA1_SIZE else hashlib.sha256
-    if trailer != bytes(oid_size) and digest(data[:-oid_size]).digest() != trailer:
-        return None  # not what git wrote (index.skipHash leaves the trailer zero)
-    signature, version, count = _HEADER.unpack_from(data, 0)
-    if signature != b"DIRC" or version not in (2, 3, 4):
-        return None
-    # ctime s/ns, mtime s/ns, dev, ino, mode, uid, gid, size, object id, flags.
-    layout = struct.Struct(f">10I{oid_size}sH")
-    entries: list[IndexEntry] = []
-    offset = _HEADER.size
-    previous = b""
-    for _ in range(count):
-        fields = layout.unpack_from(data, offset)
-        flags = fields[11]
-        pos = offset + layout.size
-        extended = 0
-        if version >= 3 and flags & _EXTENDED:
-            (extended,) = struct.unpack_from(">H", data, pos)
-            pos += 2
-        previous, offset = _name(data, version, offset, pos, previous)
-        name = previous.decode(_FS_ENCODING, _FS_ERRORS)  # os.fsdecode, faster
-        entries.append(IndexEntry._make((name, *fields, extended)))
-    return entries, offset
+def _merged(
+    own: list[IndexEntry], shared: Iterator[IndexEntry], deleted: set[int], replaced: list[int]
+) -> Iterator[IndexEntry]:
+    """``_merge_split`` of IndexEntry, the shared entries parsed as they go."""
+    by_pos = {pos: own[k] for k, pos in enumerate(replaced)}
+    for pos, entry in enumerate(shared):
+        new = by_pos.get(pos)
+        if new is not None:
+            entry = new if new.path else new._replace(path=entry.path)
+        if pos not in deleted:
+            yield entry
+    yield from own[len(replaced) :]
+
+
+def _split_bits(link: bytes, oid_size: int) -> tuple[list[int], list[int]]:
+    """The ``link`` extension's two bitmaps: shared entries deleted, and replaced."""
+    if len(link) <= oid_size:
+        return [], []
+    deleted, after = _ewah_bits(link, oid_size)
+    replaced, _ = _ewah_bits(link, after)
+    return deleted, replaced
+
+
+class _IndexFile:
+    """One index file's entries, checksum checked, parsed as iterated."""
+
+    def __init__(self, data: bytes, oid_size: int, version: int, count: int) -> None:
+        self.data = data
+        self.oid_size = oid_size
+        self.version = version
+        self.count = count
+
+    @classmethod
+    def checked(cls, data: bytes, oid_size: int) -> _IndexFile | None:
+        """None for a bad checksum or a version other than 2-4."""
+        if len(data) < _HEADER.size + oid_size:
+            return None
+        trailer = data[-oid_size:]
+        digest = hashlib.sha1 if oid_size == SHA1_SIZE else hashlib.sha256
+        if trailer != bytes(oid_size) and digest(data[:-oid_size]).digest() != trailer:
+            return None  # not what git wrote (index.skipHash leaves the trailer zero)
+        signature, version, count = _HEADER.unpack_from(data, 0)
+        if signature != b"DIRC" or version not in (2, 3, 4):
+            return None
+        return cls(data, oid_size, version, count)
+
+    def end(self) -> int:
+        """Where the extensions start: the entries skipped, names not built."""
+        data, version = self.data, self.version
+        flags_at = _STAT_BYTES + self.oid_size
+        offset = _HEADER.size
+        for _ in range(self.count):
+            (flags,) = struct.unpack_from(">H", data, offset + flags_at)
+            pos = offset + flags_at + 2
+            if version >= 3 and flags & _EXTENDED:
+                pos += 2
+            if version == 4:
+                _strip, pos = _varint(data, pos)
+                offset = data.index(b"\0", pos) + 1
+            else:
+                end = data.index(b"\0", pos)
+                offset += (end - offset + 8) & ~7
+        return offset
+
+    def __iter__(self) -> Iterator[IndexEntry]:
+        data, version = self.data, self.version
+        # ctime s/ns, mtime s/ns, dev, ino, mode, uid, gid, size, object id, flags.
+        layout = struct.Struct(f">10I{self.oid_size}sH")
+        offset = _HEADER.size
+        previous = b""
+        for _ in range(self.count):
+            fields = layout.unpack_from(data, offset)
+            flags = fields[11]
+            pos = offset + layout.size
+            extended = 0
+            if version >= 3 and flags & _EXTENDED:
+                (extended,) = struct.unpack_from(">H", data, pos)
+                pos += 2
+            previous, offset = _name(data, version, offset, pos, previous)
+            name = previous.decode(_FS_ENCODING, _FS_ERRORS)  # os.fsdecode, faster
+            yield IndexEntry._make((name, *fields, extended))
 
 
 def _extensions(data: bytes, offset: int, oid_size: int) -> dict[bytes, bytes]:

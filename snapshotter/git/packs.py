@@ -9,6 +9,7 @@ index being what makes a pack visible), so a kill leaves no half pack.
 
 from __future__ import annotations
 
+import array
 import contextlib
 import hashlib
 import itertools
@@ -17,8 +18,9 @@ import os
 import re
 import secrets
 import struct
+import sys
 import zlib
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from snapshotter.git.kinds import ObjectId
@@ -97,32 +99,35 @@ class _PackOut:
     def __init__(self, pack_dir: Path) -> None:
         self.pack_dir = pack_dir
         self.tmp = pack_dir / f"{TEMP_PREFIX}{secrets.token_hex(6)}"
-        self.offsets: dict[bytes, int] = {}
-        self.entries: list[tuple[bytes, int, int]] = []  # oid, crc32, offset
+        # id -> offset << 32 | crc32: one int per object (a 500k-object pack kept
+        # a dict of offsets and a list of tuples, ~200 bytes an object).
+        self.records: dict[bytes, int] = {}
         self.file = open(self.tmp.with_suffix(".pack"), "wb")  # noqa: SIM115 (closed by finish or discard)
         head = struct.pack(">4sII", b"PACK", 2, 0)  # count patched in finish
         self.file.write(head)
         self.offset = len(head)
 
     def __contains__(self, oid: bytes) -> bool:
-        return oid in self.offsets
+        return oid in self.records
+
+    def offset_of(self, oid: bytes) -> int:
+        return self.records[oid] >> 32
 
     def add(self, oid: bytes, kind: int, data: bytes) -> None:
         self.add_record(oid, _header(kind, len(data)) + zlib.compress(data, 1))
 
     def add_record(self, oid: bytes, record: bytes) -> None:
         self.file.write(record)
-        self.offsets[oid] = self.offset
-        self.entries.append((oid, zlib.crc32(record), self.offset))
+        self.records[oid] = self.offset << 32 | zlib.crc32(record)
         self.offset += len(record)
 
     def finish(self) -> int:
         """Trailer and index, then ``.pack`` and ``.idx`` renamed into place; 0 if empty."""
-        if not self.entries:
+        if not self.records:
             self.file.close()
             return 0
         self.file.seek(8)
-        self.file.write(struct.pack(">I", len(self.entries)))
+        self.file.write(struct.pack(">I", len(self.records)))
         self.file.close()
         # The trailer is the SHA-1 of everything before it, count included.
         digest = hashlib.sha1()
@@ -131,10 +136,10 @@ class _PackOut:
                 digest.update(chunk)
             f.write(digest.digest())
         name = f"pack-{digest.hexdigest()}"
-        self.tmp.with_suffix(".idx").write_bytes(_index(self.entries, digest.digest()))
+        self.tmp.with_suffix(".idx").write_bytes(_index(self.records, digest.digest()))
         os.replace(self.tmp.with_suffix(".pack"), self.pack_dir / f"{name}.pack")
         os.replace(self.tmp.with_suffix(".idx"), self.pack_dir / f"{name}.idx")
-        return len(self.entries)
+        return len(self.records)
 
     def discard(self) -> None:
         self.file.close()
@@ -183,7 +188,7 @@ def _rebased(out: _PackOut, raw: bytes, offset: int, at: dict[int, bytes]) -> by
     if base is None or base not in out:
         return None
     head = bytes([(raw[0] & 0x8F) | (OFS_DELTA << 4)]) + raw[1:body]  # a REF_DELTA becomes one
-    return head + _distance(out.offset - out.offsets[base]) + raw[data_at:]
+    return head + _distance(out.offset - out.offset_of(base)) + raw[data_at:]
 
 
 def _whole(oid: bytes, read: Callable[[bytes], tuple[int, bytes]]) -> tuple[int, bytes]:
@@ -248,32 +253,40 @@ def clean_pack_dir(pack_dir: Path) -> int:
     return removed
 
 
-def _index(entries: list[tuple[bytes, int, int]], pack_sum: bytes) -> bytes:
-    entries = sorted(entries)
+def _index(records: dict[bytes, int], pack_sum: bytes) -> bytes:
+    """The v2 ``.idx`` of ``records`` (id -> offset << 32 | crc32), built in arrays."""
+    names = sorted(records)
     fanout = [0] * 256
-    for oid, _crc, _off in entries:
+    for oid in names:
         fanout[oid[0]] += 1
     running = 0
     for i in range(256):
         running += fanout[i]
         fanout[i] = running
-    large: list[int] = []
-    offsets = []
-    for _oid, _crc, off in entries:
+    crcs = array.array("I")
+    offsets = array.array("I")
+    large = array.array("Q")
+    for oid in names:
+        record = records[oid]
+        crcs.append(record & 0xFFFFFFFF)
+        off = record >> 32
         if off < 0x80000000:
             offsets.append(off)
         else:
             offsets.append(0x80000000 | len(large))
             large.append(off)
+    if sys.byteorder == "little":
+        for table in (crcs, offsets, large):
+            table.byteswap()  # the index is big-endian
     body = b"".join(
         (
             b"\377tOc",
             struct.pack(">I", 2),
             struct.pack(">256I", *fanout),
-            b"".join(oid for oid, _c, _o in entries),
-            struct.pack(f">{len(entries)}I", *(crc & 0xFFFFFFFF for _o, crc, _f in entries)),
-            struct.pack(f">{len(offsets)}I", *offsets),
-            struct.pack(f">{len(large)}Q", *large),
+            b"".join(names),
+            crcs.tobytes(),
+            offsets.tobytes(),
+            large.tobytes(),
             pack_sum,
         )
     )
@@ -289,16 +302,27 @@ class PackIndex:
 
     gc needs to know which objects a pack shared with the source repository
     holds, and seeding which source pack holds a blob; libgit2 tells neither.
+    ``read_pack_index(path, offsets=True)`` also keeps where each object starts.
     """
 
-    def __init__(self, fanout: tuple[int, ...], names: bytes) -> None:
+    def __init__(
+        self, fanout: tuple[int, ...], names: bytes, offsets: bytes = b"", large: bytes = b""
+    ) -> None:
         self._fanout = fanout
         self._names = names
+        self._offsets = offsets  # 4 bytes per object, in name order (empty: not read)
+        self._large = large  # the 8-byte offsets of a pack over 2 GiB
 
     def __len__(self) -> int:
         return len(self._names) // 20
 
     def __contains__(self, oid: bytes) -> bool:
+        return self.position(oid) is not None
+
+    def position(self, oid: bytes) -> int | None:
+        """Where ``oid`` sits in the sorted names; None when the pack lacks it."""
+        if len(oid) != 20:
+            return None
         first = oid[0]
         lo = self._fanout[first - 1] if first else 0
         hi = self._fanout[first]
@@ -310,22 +334,55 @@ class PackIndex:
             elif probe > oid:
                 hi = mid
             else:
-                return True
-        return False
+                return mid
+        return None
+
+    def name(self, position: int) -> bytes:
+        return self._names[position * 20 : position * 20 + 20]
+
+    def offset(self, position: int) -> int:
+        """Where the object at ``position`` starts in the pack (needs ``offsets=True``)."""
+        (off,) = struct.unpack_from(">I", self._offsets, 4 * position)
+        if off & 0x80000000:
+            (off,) = struct.unpack_from(">Q", self._large, 8 * (off & 0x7FFFFFFF))
+        return int(off)
+
+    def offsets(self) -> Sequence[int]:
+        """Where each object starts, in name order (needs ``offsets=True``)."""
+        found = array.array("I", self._offsets)
+        if sys.byteorder == "little":
+            found.byteswap()  # the index is big-endian
+        if any(off & 0x80000000 for off in found):
+            return [self.offset(pos) for pos in range(len(found))]
+        return found
+
+    def iter_names(self) -> Iterator[bytes]:
+        names = self._names
+        return (names[i : i + 20] for i in range(0, len(names), 20))
 
     def names(self) -> set[bytes]:
-        names = self._names
-        return {names[i : i + 20] for i in range(0, len(names), 20)}
+        return set(self.iter_names())
 
     def find(self, wanted: Collection[bytes]) -> set[bytes]:
-        """Which of ``wanted`` this pack holds (a set for many, a search for a few)."""
+        """Which of ``wanted`` this pack holds."""
+        return set(wanted) - self.lacking(wanted)
+
+    def lacking(self, wanted: Collection[bytes]) -> set[bytes]:
+        """Which of ``wanted`` this pack does not hold.
+
+        For many, one pass over the names, each dropped from a copy of
+        ``wanted``: never a set of every name held (at 500k objects that set
+        alone took 60 MB); for a few, a search each.
+        """
         if len(self) <= 4 * len(wanted):
-            return self.names() & set(wanted)
-        return {oid for oid in wanted if oid in self}
+            ids = wanted if isinstance(wanted, set) else set(wanted)
+            return ids.difference(self.iter_names())
+        return {oid for oid in wanted if oid not in self}
 
 
-def read_pack_index(path: Path) -> PackIndex | None:
-    """A v2 ``.idx`` file's ids; None for another version or a damaged file."""
+def read_pack_index(path: Path, *, offsets: bool = False) -> PackIndex | None:
+    """A v2 ``.idx`` file's ids (with ``offsets``, also where each object starts);
+    None for another version or a damaged file."""
     try:
         with open(path, "rb") as f:
             head = f.read(8 + _FANOUT.size)
@@ -336,12 +393,229 @@ def read_pack_index(path: Path) -> PackIndex | None:
             fanout = _FANOUT.unpack_from(head, 8)
             if any(a > b for a, b in itertools.pairwise(fanout)):
                 return None
-            names = f.read(20 * fanout[-1])
+            count = fanout[-1]
+            names = f.read(20 * count)
+            if not offsets:
+                return PackIndex(fanout, names) if len(names) == 20 * count else None
+            f.seek(4 * count, os.SEEK_CUR)  # the CRCs
+            table = f.read(4 * count)
+            rest = f.read()
     except OSError:
         return None
-    if len(names) != 20 * fanout[-1]:
+    if len(names) != 20 * count or len(table) != 4 * count or len(rest) < 40:
         return None
-    return PackIndex(fanout, names)
+    return PackIndex(fanout, names, table, rest[:-40])
+
+
+# -- object headers, read without mapping the pack ---------------------------
+
+_TWO_VARINTS = re.compile(rb"([\x80-\xff]*[\x00-\x7f])([\x80-\xff]*[\x00-\x7f])")
+_READ = 512  # bytes read at an entry: its header, and most deltas' size header
+_WINDOW = 1 << 20  # bytes read at once where the wanted entries lie close together
+_DENSE_GAP = 64 * 1024  # ... closer than this on average
+_DELTA_HEAD_MAX = 64 * 1024  # compressed bytes read for a delta's size header at most
+_CHAIN_MAX = 10_000  # delta bases followed for an object's type at most
+_KINDS_KEPT = 1 << 16  # entries whose type is remembered (then forgotten, all at once)
+
+
+UNKNOWN = -1  # a header read_headers has not found (yet)
+
+
+def header_value(kind: int, size: int) -> int:
+    """An object's (type, size) as one int, as ``read_headers`` stores it."""
+    return size << 3 | kind
+
+
+def read_headers(pack_dir: Path, headers: dict[bytes, int]) -> None:
+    """Fill in ``headers`` (raw id -> UNKNOWN): each id the packs in ``pack_dir`` hold
+    gets ``header_value(type, size)``; the others keep UNKNOWN.
+
+    libgit2's ``read_header`` answers the same, but maps whole pack windows to
+    do it: a first capture asking for 500k seeded blobs had the 1.7 GB source
+    pack resident (issue 16.5). Here entries are read with ``pread``, in pack
+    order (a delta's base mostly comes first, and a disk reads ahead), and
+    one int per object is all that is kept. Objects this cannot read
+    (another pack version, a damaged entry, a delta whose base is in another
+    pack) stay UNKNOWN: ask libgit2 for those.
+    """
+    pending = sum(1 for value in headers.values() if value == UNKNOWN)
+    with contextlib.suppress(OSError):
+        for idx in sorted(pack_dir.glob("pack-*.idx")):
+            if not pending:
+                break
+            index = read_pack_index(idx, offsets=True)
+            if index is None:
+                continue
+            try:
+                fd = os.open(idx.with_suffix(".pack"), os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                if os.pread(fd, 8, 0) not in (b"PACK\0\0\0\2", b"PACK\0\0\0\3"):
+                    continue
+                offsets = index.offsets()
+                held = array.array(
+                    "I",
+                    (
+                        pos
+                        for pos, oid in enumerate(index.iter_names())
+                        if headers.get(oid) == UNKNOWN
+                    ),
+                )
+                pack_size = os.fstat(fd).st_size
+                entries = _EntryHeaders(fd, index, offsets, len(held) * _DENSE_GAP > pack_size)
+                for pos in _in_pack_order(held, offsets, pack_size):
+                    oid = index.name(pos)
+                    if headers.get(oid) != UNKNOWN:
+                        continue
+                    header = entries.header(offsets[pos])
+                    if header is not None:
+                        headers[oid] = header_value(*header)
+                        pending -= 1
+            finally:
+                os.close(fd)
+
+
+def _in_pack_order(held: array.array[int], offsets: Sequence[int], pack_size: int) -> Iterator[int]:
+    """The positions ``held``, by offset: sorted a bucket at a time, so no list of
+    them all (an int object each) is made."""
+    count = len(held) // 64 + 1
+    buckets: list[array.array[int]] = [array.array("I") for _ in range(count)]
+    for pos in held:
+        buckets[offsets[pos] * count // (pack_size + 1)].append(pos)
+    del held
+    for bucket in buckets:
+        yield from sorted(bucket, key=offsets.__getitem__)
+
+
+class _EntryHeaders:
+    """Type and size of a pack's entries, by offset: a whole object's from its
+    entry header; a delta's size from the start of its inflated data, its type
+    from its base's (followed down the chain)."""
+
+    def __init__(self, fd: int, index: PackIndex, offsets: Sequence[int], dense: bool) -> None:
+        self.fd = fd
+        self.index = index
+        self.offsets = offsets
+        self.window = _WINDOW if dense else 0
+        self.buf = b""
+        self.buf_at = 0
+        self.kinds: dict[int, int] = {}  # offset -> type, for entries met
+
+    def header(self, offset: int) -> tuple[int, int] | None:
+        """(type, size) of the entry at ``offset``; None when it cannot be read.
+
+        The common case inline (this runs per seeded file): a whole object's
+        header, or a delta whose base was met already.
+        """
+        try:
+            at = offset - self.buf_at
+            if at >= 0 and at + _READ <= len(self.buf):
+                raw = self.buf[at : at + _READ]
+            elif self.window:
+                self.buf = os.pread(self.fd, self.window, offset)
+                self.buf_at = offset
+                raw = self.buf[:_READ]
+            else:
+                raw = os.pread(self.fd, _READ, offset)
+            byte = raw[0]
+            kind = (byte >> 4) & 7
+            if kind in (1, 2, 3, 4):
+                size, shift, pos = byte & 0x0F, 4, 1
+                while byte & 0x80:
+                    byte = raw[pos]
+                    pos += 1
+                    size |= (byte & 0x7F) << shift
+                    shift += 7
+            else:
+                _kind, _size, base, data_at = self._entry(raw, offset)
+                if base is None:
+                    return None
+                kind = self._kind(base)
+                size = self._delta_size(raw, data_at, offset)
+        except (OSError, IndexError, ValueError, zlib.error, struct.error):
+            return None
+        if kind < 0 or size < 0:
+            return None
+        kinds = self.kinds
+        if len(kinds) >= _KINDS_KEPT:
+            kinds.clear()
+        kinds[offset] = kind
+        return kind, size
+
+    def _entry(self, raw: bytes, offset: int) -> tuple[int, int, int | None, int]:
+        """(type, size in the entry header, base offset of a delta or None, where data starts)."""
+        byte = raw[0]
+        kind, size, shift, pos = (byte >> 4) & 7, byte & 0x0F, 4, 1
+        while byte & 0x80:
+            byte = raw[pos]
+            pos += 1
+            size |= (byte & 0x7F) << shift
+            shift += 7
+        if kind == OFS_DELTA:
+            distance, pos = _read_distance(raw, pos)
+            if not 0 < distance < offset:
+                raise ValueError("delta base out of the pack")
+            return kind, size, offset - distance, pos
+        if kind == REF_DELTA:
+            found = self.index.position(raw[pos : pos + 20])
+            if found is None:
+                raise ValueError("delta base in another pack")
+            return kind, size, self.offsets[found], pos + 20
+        return kind, size, None, pos
+
+    def _kind(self, offset: int) -> int:
+        """An object's type: the first whole object's down its delta chain (-1: unknown)."""
+        kind = self.kinds.get(offset)
+        if kind is not None:
+            return kind
+        chain: list[int] = []
+        while kind is None:
+            if len(chain) > _CHAIN_MAX:
+                return -1
+            chain.append(offset)
+            entry_kind, _size, base, _at = self._entry(os.pread(self.fd, 64, offset), offset)
+            if base is None:
+                if entry_kind not in (1, 2, 3, 4):
+                    return -1
+                kind = entry_kind
+            else:
+                offset = base
+                kind = self.kinds.get(offset)
+        if len(self.kinds) >= _KINDS_KEPT:
+            self.kinds.clear()
+        for at in chain:
+            self.kinds[at] = kind
+        return kind
+
+    def _delta_size(self, raw: bytes, data_at: int, offset: int) -> int:
+        """The result size a delta's data begins with, after its base's (-1: unreadable)."""
+        inflate = zlib.decompressobj()
+        out = inflate.decompress(raw[data_at:], 32)
+        read = len(raw)
+        while True:
+            sizes = _delta_sizes(out)
+            if sizes is not None:
+                return sizes[1]
+            if inflate.eof or len(out) >= 32 or len(raw) < _READ or read > _DELTA_HEAD_MAX:
+                return -1
+            raw = os.pread(self.fd, 4096, offset + read)
+            read += len(raw)
+            out += inflate.decompress(inflate.unconsumed_tail + raw, 32 - len(out))
+
+
+def _delta_sizes(data: bytes) -> tuple[int, int] | None:
+    """The base and result sizes a delta starts with (two little-endian varints)."""
+    found = _TWO_VARINTS.match(data)
+    if found is None:
+        return None
+    sizes = []
+    for group in found.groups():
+        value = 0
+        for byte in reversed(group):
+            value = (value << 7) | (byte & 0x7F)
+        sizes.append(value)
+    return sizes[0], sizes[1]
 
 
 def read_pack_entries(path: Path) -> list[tuple[int, bytes, int]] | None:

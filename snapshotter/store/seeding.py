@@ -25,7 +25,7 @@ import contextlib
 import os
 import stat
 import zlib
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from pathlib import Path
 
 from snapshotter.git import attributes
@@ -61,24 +61,56 @@ def _seed(store_git_dir: Path, worktree: Worktree, stale: Mapping[str, Stat]) ->
     if worktree.object_format != "sha1":
         # A SHA-256 repository's ids and objects are not our SHA-1 store's (issue 12 §2).
         return {}
-    index = _read_index(worktree.git_dir / "index")
-    if index is None:
+    found = _candidates(worktree.git_dir / "index", stale)
+    if found is None:
         return {}
-    entries, index_mtime_s = index
-    known = {e.path for e in entries if e.path in stale}
-    converted = content_converted(worktree, entries, known)
-    if converted:
-        stale = {rel: st for rel, st in stale.items() if rel not in converted}
-    ids = trusted_ids(entries, index_mtime_s, stale)
-    ids.update(_verified(worktree.root, racy_ids(entries, index_mtime_s, stale)))
+    ids, racy, attributes_ = found
+    converted = _converted(worktree, attributes_, [*ids, *racy])
+    for rel in converted:
+        ids.pop(rel, None)
+        racy.pop(rel, None)
+    ids.update(_verified(worktree.root, racy))
+    del racy
     if not ids:
         return {}
-    link_objects(worktree.common_dir / "objects", store_git_dir / "objects", set(ids.values()))
+    wanted = set(ids.values())
+    link_objects(worktree.common_dir / "objects", store_git_dir / "objects", wanted)
+    del wanted
     return _present(store_git_dir, ids, stale)
 
 
-def _read_index(index_file: Path) -> tuple[list[IndexEntry], int] | None:
-    """The entries and mtime (seconds, 32 bits) of one version of the index (git renames it in).
+def _candidates(
+    index_file: Path, stale: Mapping[str, Stat]
+) -> tuple[dict[str, bytes], dict[str, bytes], dict[str, bytes]] | None:
+    """From one pass over the index: ``trusted_ids``, ``racy_ids`` (for the ``stale``
+    paths) and the tracked ``.gitattributes`` (path -> id, stage 0).
+
+    One pass keeping only those: the whole index as a list of entries took
+    270 MB at 500k files (issue 16.5).
+    """
+    found = _read_index(index_file)
+    if found is None:
+        return None
+    entries, index_mtime_s = found
+    trusted: dict[str, bytes] = {}
+    racy: dict[str, bytes] = {}
+    tracked: dict[str, bytes] = {}
+    for entry in entries:
+        if entry.stage == 0 and _is_attributes(entry.path):
+            tracked[entry.path] = entry.oid
+        st = stale.get(entry.path)
+        if st is None or not _matches(entry, st):
+            continue
+        if entry.mtime_s < index_mtime_s:
+            trusted[entry.path] = entry.oid
+        elif st[0] != MODE_LINK:
+            racy[entry.path] = entry.oid
+    return trusted, racy, tracked
+
+
+def _read_index(index_file: Path) -> tuple[Iterator[IndexEntry], int] | None:
+    """The entries (parsed as iterated) and mtime (seconds, 32 bits) of one version of
+    the index (git renames it in).
 
     A split index's shared entries were last checked before their shared
     index was written: the older of the two files decides what is racy.
@@ -89,7 +121,7 @@ def _read_index(index_file: Path) -> tuple[list[IndexEntry], int] | None:
             data = f.read()
     except OSError:
         return None
-    found = gitindex.read_split_entries(data, git_dir=index_file.parent)
+    found = gitindex.iter_split_entries(data, git_dir=index_file.parent)
     if found is None:
         return None
     entries, shared = found
@@ -102,7 +134,7 @@ def _read_index(index_file: Path) -> tuple[list[IndexEntry], int] | None:
 
 
 def trusted_ids(
-    entries: list[IndexEntry], index_mtime_s: int, stale: Mapping[str, Stat]
+    entries: Iterable[IndexEntry], index_mtime_s: int, stale: Mapping[str, Stat]
 ) -> dict[str, bytes]:
     """``path -> blob id`` for entries git would call clean from stat data alone.
 
@@ -121,7 +153,7 @@ def trusted_ids(
 
 
 def racy_ids(
-    entries: list[IndexEntry], index_mtime_s: int, stale: Mapping[str, Stat]
+    entries: Iterable[IndexEntry], index_mtime_s: int, stale: Mapping[str, Stat]
 ) -> dict[str, bytes]:
     """Regular files whose stat data matches but which git would call racily clean.
 
@@ -202,7 +234,7 @@ CONTENT_ATTRIBUTES = ("filter", "ident", "working-tree-encoding")
 
 
 def content_converted(
-    worktree: Worktree, entries: list[IndexEntry], paths: Collection[str]
+    worktree: Worktree, entries: Iterable[IndexEntry], paths: Collection[str]
 ) -> set[str]:
     """The ``paths`` a content-converting attribute applies to.
 
@@ -212,6 +244,13 @@ def content_converted(
     filter removed since would leave its output in the index.
     """
     tracked = {e.path: e.oid for e in entries if e.stage == 0 and _is_attributes(e.path)}
+    return _converted(worktree, tracked, paths)
+
+
+def _converted(
+    worktree: Worktree, tracked: Mapping[str, bytes], paths: Collection[str]
+) -> set[str]:
+    """``content_converted``, given the index's ``.gitattributes`` (path -> id)."""
     here: dict[str, bytes] = {}
     then: dict[str, bytes] = {}
     for d in _ancestors(paths):
@@ -324,7 +363,7 @@ def link_objects(src_objects: Path, dst_objects: Path, wanted: set[bytes]) -> se
     """
     seen: set[Path] = set()
     src_packs, dst_packs = src_objects / "pack", dst_objects / "pack"
-    missing = _link_packs(src_packs, dst_packs, set(wanted), seen)
+    missing = _link_packs(src_packs, dst_packs, wanted, seen)  # never changes its set
     missing, vanished = _link_loose(src_objects, dst_objects, missing)
     if vanished:
         again = _link_packs(src_packs, dst_packs, vanished, seen)
@@ -339,7 +378,7 @@ def link_packs(src_objects: Path, dst_objects: Path, wanted: set[bytes]) -> set[
     pruned (its ``gc --auto`` after a big commit): they are the store's own
     copies now, which the source's pack would share again once linked.
     """
-    left = _link_packs(src_objects / "pack", dst_objects / "pack", set(wanted), set())
+    left = _link_packs(src_objects / "pack", dst_objects / "pack", wanted, set())
     return wanted - left
 
 
@@ -352,9 +391,9 @@ def _link_packs(src_dir: Path, dst_dir: Path, missing: set[bytes], seen: set[Pat
             continue
         seen.add(idx)
         index = packwriter.read_pack_index(idx)
-        held = index.find(missing) if index is not None else set()
-        if held and _link_pack(idx, dst_dir):
-            missing = missing - held
+        left = index.lacking(missing) if index is not None else missing
+        if len(left) < len(missing) and _link_pack(idx, dst_dir):
+            missing = left
     return missing
 
 
@@ -454,29 +493,45 @@ def _link(src: Path, dst: Path) -> bool:
 def _present(
     store_git_dir: Path, ids: dict[str, bytes], stale: Mapping[str, Stat]
 ) -> dict[str, bytes]:
-    """The ids our own store now holds as blobs of the file's exact size.
+    """The ids our own store now holds as blobs of the file's exact size (``ids``,
+    the others dropped).
 
     The size is what rules out end-of-line conversion (see above), even one
     from a config long gone (say autocrlf on when the file was added, off now).
+    Headers of packed objects are read by packs.read_headers, never through
+    libgit2, which maps the packs it reads: at 500k seeded files the whole
+    1.7 GB source pack was resident (issue 16.5).
     """
-    odb: ObjectDB | None = None
     loose_dir = os.fspath(store_git_dir / "objects")
     try:
         fan_outs = {name for name in os.listdir(loose_dir) if len(name) == 2}
     except OSError:
         fan_outs = set()
-    sizes: dict[bytes, int] = {}
-    for oid in set(ids.values()):
-        header = _loose_header(loose_dir, oid) if oid[:1].hex() in fan_outs else None
-        if header is None:
-            if odb is None:
-                odb = ObjectDB(store_git_dir)  # a fresh one sees the linked packs
-            header = odb.header(oid)
-            if header is None:
-                continue
-        if header[0] == BLOB:
-            sizes[oid] = header[1]
-    return {rel: oid for rel, oid in ids.items() if sizes.get(oid) == stale[rel][1]}
+    # raw id -> header_value(type, size): one dict, one int per object.
+    headers = dict.fromkeys(ids.values(), packwriter.UNKNOWN)
+    if fan_outs:
+        for oid in headers:
+            header = _loose_header(loose_dir, oid) if oid[:1].hex() in fan_outs else None
+            if header is not None:
+                headers[oid] = packwriter.header_value(*header)
+    packwriter.read_headers(store_git_dir / "objects" / "pack", headers)
+    odb: ObjectDB | None = None
+    for oid, value in headers.items():
+        if value != packwriter.UNKNOWN:
+            continue
+        if odb is None:
+            odb = ObjectDB(store_git_dir)  # a fresh one sees the linked packs
+        header = odb.header(oid)
+        if header is not None:
+            headers[oid] = packwriter.header_value(*header)
+    wrong = [
+        rel
+        for rel, oid in ids.items()
+        if headers[oid] != packwriter.header_value(BLOB, stale[rel][1])
+    ]
+    for rel in wrong:
+        del ids[rel]
+    return ids
 
 
 _KINDS = {b"commit": 1, b"tree": 2, b"blob": BLOB, b"tag": 4}
