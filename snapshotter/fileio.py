@@ -5,21 +5,25 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 TEMP_PREFIX = ".snapshotter-tmp-"
 
 
-def write_atomic(path: Path, data: bytes, *, durable: bool = False) -> None:
-    """Replace ``path`` with ``data`` through a temp file and a rename.
+def write_atomic(path: Path, data: bytes | Iterable[bytes], *, durable: bool = False) -> int:
+    """Replace ``path`` with ``data`` through a temp file and a rename; the bytes written.
 
+    ``data`` may come in pieces, so a big file is never whole in memory.
     ``durable``: flushed to disk (file, then the rename) before returning, for
     records that must survive a power cut, such as a restore's journal.
     """
     fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=path.parent)
+    size = 0
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            for piece in (data,) if isinstance(data, bytes) else data:
+                size += f.write(piece)
             if durable:
                 f.flush()
                 os.fsync(f.fileno())
@@ -30,6 +34,7 @@ def write_atomic(path: Path, data: bytes, *, durable: bool = False) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    return size
 
 
 def remove_temp_files(directory: Path) -> int:

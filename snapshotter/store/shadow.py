@@ -288,11 +288,23 @@ class Store:
     ) -> tuple[str, set[str]]:
         """Every walked path compared with the manifest; (tree, paths to look at again)."""
         entries, stale = _reuse_unchanged(old, result)
+        if not keep:
+            # Nobody keeps this walk: its stat data lives on in ``entries`` and
+            # ``stale``, and a first capture of 500k files need not hold it twice.
+            result.entries = {}
         changed, written = self._hash_stale(stale, result, started, entries)
+        recheck = _recheck(stale, entries)
         self._keep_out_of_scope(old, entries)
         removed = [rel for rel in old.entries if rel not in entries]
         tree, trees, trees_written = self._trees(old, entries, [*changed, *removed])
         loose = self._pack_if_many(old.loose + written + trees_written)
+        moved = len(stale) + len(removed)
+        if not old.entries or moved > max(len(entries) // 2, 4 * stat_cache.CHUNK):
+            # Most of it is new (a first capture): a new base, not a delta as big.
+            del stale
+            old.tree, old.entries, old.trees, old.loose = tree, entries, trees, loose
+            stat_cache.save(self.root / "manifest", old, keep=keep)
+            return tree, recheck
         delta = stat_cache.Delta(
             tree,
             {rel: entries[rel] for rel, _st, _prior in stale if rel in entries},
@@ -302,7 +314,7 @@ class Store:
             loose,
         )
         self._record(old, delta, keep)
-        return tree, _recheck(stale, delta.entries, result)
+        return tree, recheck
 
     def _capture_changes(
         self,
@@ -340,7 +352,7 @@ class Store:
         loose = self._pack_if_many(old.loose + written + trees_written)
         delta = stat_cache.Delta(tree, hashed, removed, trees, trees_removed, loose)
         self._record(old, delta, True)
-        return tree, _recheck(stale, hashed, result)
+        return tree, _recheck(stale, hashed)
 
     def _extends(self, old: stat_cache.Manifest) -> bool:
         """Whether trees can be edited from ``old``'s: its root tree is whole and stored."""
@@ -770,12 +782,15 @@ def _reuse_unchanged(
 def _recheck(
     stale: list[tuple[str, Stat, stat_cache.Entry | None]],
     hashed: Mapping[str, stat_cache.Entry],
-    result: ScanResult,
 ) -> set[str]:
-    """Paths the next capture compares whatever the watcher says: the racily clean
-    (read again, as on any capture) and those whose read failed."""
-    found = {rel for rel, entry in hashed.items() if not stat_cache.trusted(entry)}
-    found.update(rel for rel, _st, _p in stale if rel not in hashed and rel in result.entries)
+    """Paths the next capture compares whatever the watcher says: of those just
+    hashed, the racily clean (read again, as on any capture) and those whose read
+    failed (not in ``hashed``)."""
+    found = set()
+    for rel, _st, _prior in stale:
+        entry = hashed.get(rel)
+        if entry is None or not stat_cache.trusted(entry):
+            found.add(rel)
     return found
 
 

@@ -29,12 +29,18 @@ import struct
 import threading
 import zlib
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from snapshotter.fileio import write_atomic
 
-VERSION = 1
+# 2: the base's entries in records of CHUNK (1: one marshal of everything, still read).
+VERSION = 2
+# Entries per record of the base: marshal.dumps of a 500k-entry map at once built
+# a 53 MB string plus a table of every object in it (+175 MB at a first capture,
+# issue 16.5); record by record, a chunk's worth.
+CHUNK = 16384
 LOG_SUFFIX = ".log"
 _LOG_MAGIC = b"snapshotter-manifest-log 1\n"
 _TOKEN_BYTES = 16
@@ -120,17 +126,26 @@ def load(path: Path, *, keep: bool = False) -> Manifest:
 
 def _read(path: Path) -> Manifest:
     try:
-        raw = path.read_bytes()
-        data = marshal.loads(raw)
-        if not isinstance(data, dict) or data.get("version") != VERSION:
+        with open(path, "rb") as f:
+            data = marshal.load(f)
+            if not isinstance(data, dict) or data.get("version") not in (1, VERSION):
+                return Manifest()
+            entries = data["entries"] if data["version"] == 1 else {}
+            for _ in range(int(data.get("chunks", 0))):
+                chunk = marshal.load(f)
+                if not isinstance(chunk, dict):
+                    return Manifest()
+                entries.update(chunk)
+            size = f.tell()
+        if not isinstance(entries, dict):
             return Manifest()
         # A manifest without "trees" (an older one) costs one full tree build.
         manifest = Manifest(
-            data["tree"], data["entries"], dict(data.get("trees") or {}), int(data.get("loose", 0))
+            data["tree"], entries, dict(data.get("trees") or {}), int(data.get("loose", 0))
         )
     except (OSError, EOFError, ValueError, TypeError, KeyError):
         return Manifest()
-    manifest.base_size = len(raw)
+    manifest.base_size = size
     token = data.get("log")
     if isinstance(token, bytes) and len(token) == _TOKEN_BYTES:
         manifest.token = token
@@ -194,28 +209,36 @@ def _apply(manifest: Manifest, delta: Delta) -> None:
 def save(path: Path, manifest: Manifest, *, keep: bool = False) -> None:
     """Write ``manifest`` whole as a new base, with an empty log of its own."""
     token = secrets.token_bytes(_TOKEN_BYTES)
-    payload = {
-        "version": VERSION,
-        "tree": manifest.tree,
-        "entries": manifest.entries,
-        "trees": manifest.trees,
-        "loose": manifest.loose,
-        "log": token,
-    }
-    data = marshal.dumps(payload)
     try:
-        write_atomic(path, data)
+        size = write_atomic(path, _base(manifest, token))
         # A kill here leaves the old base's log beside the new base: it names
         # the old token, so it is ignored.
         write_atomic(log_path(path), _LOG_MAGIC + token)
     except BaseException:
         forget(path)
         raise
-    manifest.token, manifest.base_size = token, len(data)
+    manifest.token, manifest.base_size = token, size
     manifest.log_end = len(_LOG_MAGIC) + _TOKEN_BYTES
     manifest.serial = next(_serials)
     if keep:
         _keep(path, manifest, _signature(path))
+
+
+def _base(manifest: Manifest, token: bytes) -> Iterator[bytes]:
+    """The base's bytes: a head, then the entries CHUNK at a time."""
+    yield marshal.dumps(
+        {
+            "version": VERSION,
+            "tree": manifest.tree,
+            "chunks": -(-len(manifest.entries) // CHUNK),
+            "trees": manifest.trees,
+            "loose": manifest.loose,
+            "log": token,
+        }
+    )
+    items = iter(manifest.entries.items())
+    while chunk := dict(itertools.islice(items, CHUNK)):
+        yield marshal.dumps(chunk)
 
 
 def record(path: Path, manifest: Manifest, delta: Delta, *, keep: bool = False) -> None:
