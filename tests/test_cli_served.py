@@ -54,6 +54,14 @@ def start_server(root: Path, data_dir: Path, sock: Path, session: str = "s") -> 
     while not sock.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert sock.exists(), "the first hook started a hook server"
+    # Bound is not yet warm: wait until it takes a request (an empty event, ignored).
+    while True:
+        try:
+            client.send(sock, data_dir, [], b"{}")
+            return
+        except OSError:
+            assert time.monotonic() < deadline, "the hook server never answered"
+            time.sleep(0.05)
 
 
 def cli(
