@@ -226,15 +226,16 @@ def test_a_paged_command_on_a_terminal_runs_here(monkeypatch: pytest.MonkeyPatch
     saved = os.dup(1)
     try:
         os.dup2(follower, 1)
-        assert not served._served(["diff"])
-        assert served._served(["diff", "--no-pager"])
-        assert served._served(["--data-dir", "d", "-C", "x", "undo"])
+        assert not served._served(["diff"])[0]
+        assert served._served(["diff", "--no-pager"])[0]
+        assert served._served(["-v", "--data-dir", "d", "-C", "x", "undo"]) == (True, "d")
     finally:
         os.dup2(saved, 1)
         for fd in (saved, leader, follower):
             os.close(fd)
-    assert served._served(["diff"]), "not on a terminal: no pager, so served"
-    assert not served._served(["gc"]) and not served._served(["-C", "undo", "gc"])
+    assert served._served(["diff"])[0], "not on a terminal: no pager, so served"
+    assert not served._served(["gc"])[0] and not served._served(["-C", "undo", "gc"])[0]
+    assert served._served(["--data-dir=e", "list"]) == (True, "e")
 
 
 def test_a_busy_server_leaves_the_command_to_the_client(
@@ -305,3 +306,46 @@ def test_ctrl_c_reaches_the_command(
     assert b"interrupted" in err and b"Traceback" not in err, err[-500:]
     assert len(out) < 2 * len(big), "stopped before the whole diff was written"
     assert where.read_text() == ("served" if served else "local")
+
+
+def test_a_server_that_cannot_fork_hands_the_command_back(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Out of processes: nothing ran, so the client runs the command itself."""
+    import errno
+    import socket
+    import struct
+    import threading
+
+    from snapshotter.cli import served
+    from snapshotter.hooks import server as server_mod
+
+    ran: list[list[bytes]] = []
+
+    def runner(frames: list[bytes], fds: list[int]) -> int:
+        ran.append(frames)
+        return 0
+
+    def no_fork() -> int:
+        raise BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable")
+
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv = server_mod._Server(listener, tmp_path / "s.sock", runner)
+    monkeypatch.setattr(os, "fork", no_fork)
+    ours, theirs = socket.socketpair()
+    thread = threading.Thread(target=srv._command, args=(theirs, client.frame(b"undo")))
+    thread.start()
+    try:
+        assert client.read_line(ours) == client.READY
+        relay = served._Relay()
+        relay.start()
+        ours.sendmsg(
+            [client.GO], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("3i", 0, 1, 2))]
+        )
+        assert served._wait(ours, relay) is None, "the client runs the command itself"
+    finally:
+        thread.join(timeout=30)
+        listener.close()
+        theirs.close()
+    assert not ran, "nothing ran in the server"
+    assert srv.gate.close(0), "the gate is open again for the next command"

@@ -34,8 +34,8 @@ _SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT")
 
 def run(args: list[str]) -> int | None:
     """The command's exit code, run by the hook server; None to run it here."""
-    data_dir, _rest = data_dir_option(args)
-    if not _served(args) or not client.enabled():
+    served, data_dir = _served(args)
+    if not served or not client.enabled():
         return None
     path = client.socket_file(data_dir)
     if path is None or not os.path.exists(path):
@@ -58,8 +58,7 @@ def run(args: list[str]) -> int | None:
         conn.sendmsg([client.GO], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
     except OSError:
         conn.close()
-        relay.stop()
-        return None  # before "go" arrived the server runs nothing
+        return relay.stop()  # before "go" arrived the server runs nothing
     return _wait(conn, relay)
 
 
@@ -95,27 +94,36 @@ class _Relay:
         for signum in self.pending:
             self._send(signum)
 
-    def stop(self) -> None:
-        """Back to the defaults (the command runs here after all)."""
+    def stop(self) -> int | None:
+        """Back to the defaults, as the command runs here after all: None, or 130 if
+        Ctrl-C came meanwhile (then it runs nowhere, as the user asked)."""
         import signal
 
         for number, handler in self.saved.items():
             signal.signal(number, handler)  # type: ignore[arg-type]
         if signal.SIGINT in self.pending:
-            raise KeyboardInterrupt
+            print("snapshotter: interrupted", file=sys.stderr)
+            return 130
+        return None
 
 
-def _served(args: list[str]) -> bool:
-    """Whether the command is one to hand over (its name is the first non-option)."""
+def _served(args: list[str]) -> tuple[bool, str | None]:
+    """Whether the command is one to hand over (its name is the first non-option),
+    and the ``--data-dir`` among the global options before it."""
     if os.environ.get("SNAPSHOTTER_HOOK_SERVER", "1") == "0":
-        return False
-    at = 0
+        return False, None
+    at, data_dir = 0, None
     while at < len(args) and args[at].startswith("-"):
+        if args[at] == "--data-dir" and at + 1 < len(args):
+            data_dir = args[at + 1]
+        elif args[at].startswith("--data-dir="):
+            data_dir = data_dir_option(args[at:])[0]
         at += 1 + (args[at] in _GLOBAL_WITH_VALUE)
     if at >= len(args) or args[at] not in WARM_COMMANDS:
-        return False
+        return False, data_dir
     # A pager needs the controlling terminal, which a child of the server lacks.
-    return not (args[at] in PAGED_COMMANDS and os.isatty(1) and "--no-pager" not in args)
+    paged = args[at] in PAGED_COMMANDS and os.isatty(1) and "--no-pager" not in args
+    return not paged, data_dir
 
 
 def _request(args: list[str]) -> bytes:
@@ -130,11 +138,14 @@ def _request(args: list[str]) -> bytes:
     return b"".join(client.frame(os.fsencode(f)) for f in fields)
 
 
-def _wait(conn: _socket.socket, relay: _Relay) -> int:
-    """Relay signals to the child until it exits; its exit code."""
+def _wait(conn: _socket.socket, relay: _Relay) -> int | None:
+    """Relay signals to the child until it exits; its exit code (None: run it here)."""
     try:
         conn.settimeout(60.0)
         line = client.read_line(conn)
+        if line == client.COLD:
+            conn.close()
+            return relay.stop()  # it could not fork: nothing ran, so it runs here
         if not line.startswith(b"pid "):
             return _lost()
         relay.child(int(line[4:]))

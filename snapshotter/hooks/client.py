@@ -38,6 +38,7 @@ CLIENT_TIMEOUT_S = 55.0  # inside docker-agent's default 60 s hook timeout
 READY_TIMEOUT_S = 2.0
 READY = b"ready\n"
 GO = b"go\n"
+COLD = b"cold\n"  # the server took a CLI command but could not fork: it ran nothing
 
 
 def enabled() -> bool:

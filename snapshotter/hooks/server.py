@@ -38,6 +38,7 @@ itself, exactly as without a server:
     client → "cli" frame, its frames     server → "ready\n" (once it may fork)
     client → "go\n" with the three descriptors
     server → "pid N\n", then "exit CODE\n" when the child is done
+             (or "cold\n" when it could not fork: nothing ran)
 """
 
 from __future__ import annotations
@@ -215,35 +216,43 @@ class _Server:
 
     def _command(self, conn: socket.socket, body: bytes) -> None:
         """Run a CLI command in a forked child (see the module doc)."""
-        from snapshotter.hooks.client import GO, READY, split_frames
+        from snapshotter.hooks.client import COLD, GO, READY, split_frames
 
         if self.run_command is None or not self.gate.close(QUIET_S):
             return  # no "ready": the client runs the command itself
+        fds: list[int] = []
+        pid = 0
         try:
             conn.sendall(READY)
             conn.settimeout(GO_TIMEOUT_S)
             go, fds = _receive_fds(conn)
-            if go != GO or len(fds) != MAX_FDS:
-                for fd in fds:
-                    os.close(fd)
-                return
-            pid = self._fork(conn, split_frames(body), fds)
+            if go == GO and len(fds) == MAX_FDS:
+                pid = self._fork(conn, split_frames(body), fds)
         finally:
             self.gate.open()
-        for fd in fds:
-            os.close(fd)
-        conn.settimeout(30.0)
-        conn.sendall(b"pid %d\n" % pid)
-        _, status = os.waitpid(pid, 0)
+            for fd in fds:
+                os.close(fd)
+        if not pid:
+            conn.sendall(COLD)  # nothing ran: the client runs the command itself
+            return
+        try:
+            conn.settimeout(30.0)
+            conn.sendall(b"pid %d\n" % pid)
+        finally:
+            _, status = os.waitpid(pid, 0)  # the child is always reaped, client or not
         code = os.waitstatus_to_exitcode(status)
         conn.sendall(b"exit %d\n" % (128 - code if code < 0 else code))
 
     def _fork(self, conn: socket.socket, frames: list[bytes], fds: list[int]) -> int:
+        """The child's pid (0 when none could be made); the child never returns."""
         import warnings
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)  # we made sure no thread works
-            pid = os.fork()
+            try:
+                pid = os.fork()
+            except OSError:
+                return 0  # out of processes or memory, for now
         if pid:
             return pid
         code = 70  # EX_SOFTWARE, should the runner itself fail
