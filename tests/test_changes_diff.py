@@ -6,6 +6,7 @@ import os
 import re
 from pathlib import Path
 
+import pygit2
 from conftest import write
 
 from snapshotter.engine import Engine
@@ -213,3 +214,55 @@ def test_diff_stat_counts_lines(repo: Path, data_dir: Path) -> None:
     assert summary is not None and summary.groups() == ("1", "2", "1"), (
         f"the summary should count one file, two insertions and one deletion; got:\n{stat}"
     )
+
+
+def test_changes_agree_with_libgit2s_tree_diff_through_random_edits(
+    repo: Path, data_dir: Path
+) -> None:
+    """changes() reads only the subtrees that differ (16.3): the same answer as libgit2's
+    full tree diff, through adds, deletes, mode flips, symlinks and file ↔ directory swaps."""
+    import random
+    import shutil
+
+    engine = open_engine(repo, data_dir)
+    repository = engine.store.objects.repo  # the oracle: libgit2's own tree diff
+    letters = {"A": "added", "D": "deleted", "M": "modified", "T": "modified"}
+    rng = random.Random(7)
+    trees = [engine.capture().tree]
+    for step in range(30):
+        files = sorted(
+            p for p in repo.rglob("*") if ".git" not in p.parts and (p.is_file() or p.is_symlink())
+        )
+        kind = rng.choice(["new", "edit", "delete", "chmod", "link", "to_dir", "rmdir", "deep"])
+        target = rng.choice(files) if files else repo / "x.txt"
+        if kind == "new":
+            write(repo, f"d{rng.randrange(3)}/n{step}.txt", f"{step}\n")
+        elif kind == "edit" and target.is_file() and not target.is_symlink():
+            target.write_text(f"edited {step}\n")
+        elif kind == "delete":
+            target.unlink(missing_ok=True)
+        elif kind == "chmod" and target.is_file() and not target.is_symlink():
+            target.chmod(target.stat().st_mode ^ 0o111)
+        elif kind == "link":
+            target.unlink(missing_ok=True)
+            os.symlink(f"elsewhere-{step}", target)
+        elif kind == "to_dir":
+            target.unlink(missing_ok=True)
+            write(repo, f"{target.relative_to(repo)}/inside.txt", "now a directory\n")
+        elif kind == "rmdir":
+            top = next((d for d in sorted(repo.iterdir()) if d.is_dir() and d.name != ".git"), None)
+            if top is not None:
+                shutil.rmtree(top)
+        else:
+            write(repo, f"a/b/c/d{step}/e.txt", "deep\n")
+        trees.append(engine.capture().tree)
+    for _ in range(40):
+        before, after = rng.sample(trees, 2)
+        expected: dict[str, str] = {}
+        old, new = repository[before], repository[after]
+        assert isinstance(old, pygit2.Tree) and isinstance(new, pygit2.Tree)
+        diff = old.diff_to_tree(new)
+        for d in diff.deltas:
+            path = d.new_file.path or d.old_file.path
+            expected[path] = "modified" if path in expected else letters[d.status_char()]
+        assert statuses(engine, before, after) == expected, (before, after)

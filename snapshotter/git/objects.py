@@ -234,9 +234,45 @@ class ObjectDB:
 
     # -- comparing --------------------------------------------------------
 
-    def deltas(self, before: str, after: str) -> list[Delta]:
-        """What differs between two trees, path by path (no patch text)."""
-        return [_delta(d) for d in self._diff(before, after).deltas]
+    def changed(self, before: str, after: str) -> list[tuple[str, str]]:
+        """(path, git's status letter: A, D or M) of each file that differs between two
+        trees, in no order.
+
+        Only subtrees whose ids differ are read: libgit2's tree diff reads every
+        tree of both sides, 300 ms for a 10-file turn at 500k files (issue 16.3).
+        A file that became a directory (or back) is deleted and its files added.
+        """
+        found: list[tuple[str, str]] = []
+        pending: list[tuple[str, bytes | None, bytes | None]] = [
+            ("", bytes.fromhex(before), bytes.fromhex(after))
+        ]
+        while pending:  # a loop, not recursion: trees may be thousands deep
+            prefix, old, new = pending.pop()
+            a = self.tree_items(old) if old is not None else {}
+            b = self.tree_items(new) if new is not None else {}
+            for name in a.keys() | b.keys():
+                x, y = a.get(name), b.get(name)
+                if x == y:
+                    continue
+                path = prefix + os.fsdecode(name)
+                x_tree = x is not None and x.mode == MODE_TREE
+                y_tree = y is not None and y.mode == MODE_TREE
+                if x_tree or y_tree:
+                    pending.append(
+                        (
+                            path + "/",
+                            x.oid if x is not None and x_tree else None,
+                            y.oid if y is not None and y_tree else None,
+                        )
+                    )
+                x_file, y_file = x is not None and not x_tree, y is not None and not y_tree
+                if x_file and y_file:
+                    found.append((path, "M"))
+                elif x_file:
+                    found.append((path, "D"))
+                elif y_file:
+                    found.append((path, "A"))
+        return found
 
     def patches(self, before: str, after: str) -> list[Patch]:
         """Unified patches between two trees, with line counts and blob sizes."""

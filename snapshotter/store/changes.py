@@ -37,12 +37,9 @@ def statuses(
     if before == after:
         return []
     found: dict[str, Status] = {}
-    for delta in store.objects.deltas(before, after):
-        path = delta.path
-        if not in_scope(path):
-            continue
-        status = _STATUS.get(delta.status, "modified")
-        found[path] = "modified" if path in found else status
+    for path, letter in store.objects.changed(before, after):
+        if in_scope(path):
+            found[path] = _STATUS[letter]
     return sorted(found.items())
 
 
