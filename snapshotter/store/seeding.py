@@ -44,6 +44,11 @@ _U32 = 0xFFFFFFFF
 _NS = 1_000_000_000
 SYSTEM_ATTRIBUTES = Path("/etc/gitattributes")  # $(sysconfdir)/gitattributes of a /usr git
 VERIFY_MAX_BYTES = 32 * 1024 * 1024  # read whole to check a racily clean entry
+# Seeded blobs' headers: libgit2 reads them fastest, but maps every pack it
+# reads, and keeps it mapped; past this many pack bytes they are read with
+# pread instead (packs.read_headers), so a 1.7 GB source pack never becomes
+# resident (issue 16.5), while a small repository keeps the faster path (16.1).
+MAP_MAX_BYTES = 256 * 1024 * 1024
 
 
 def seed(store_git_dir: Path, worktree: Worktree, stale: Mapping[str, Stat]) -> dict[str, bytes]:
@@ -498,9 +503,8 @@ def _present(
 
     The size is what rules out end-of-line conversion (see above), even one
     from a config long gone (say autocrlf on when the file was added, off now).
-    Headers of packed objects are read by packs.read_headers, never through
-    libgit2, which maps the packs it reads: at 500k seeded files the whole
-    1.7 GB source pack was resident (issue 16.5).
+    Headers of packed objects are read by libgit2 while the packs are small,
+    else by packs.read_headers (see MAP_MAX_BYTES).
     """
     loose_dir = os.fspath(store_git_dir / "objects")
     try:
@@ -514,7 +518,9 @@ def _present(
             header = _loose_header(loose_dir, oid) if oid[:1].hex() in fan_outs else None
             if header is not None:
                 headers[oid] = packwriter.header_value(*header)
-    packwriter.read_headers(store_git_dir / "objects" / "pack", headers)
+    packs = store_git_dir / "objects" / "pack"
+    if _pack_bytes(packs) > MAP_MAX_BYTES:
+        packwriter.read_headers(packs, headers)
     odb: ObjectDB | None = None
     for oid, value in headers.items():
         if value != packwriter.UNKNOWN:
@@ -535,6 +541,19 @@ def _present(
 
 
 _KINDS = {b"commit": 1, b"tree": 2, b"blob": BLOB, b"tag": 4}
+
+
+def _pack_bytes(pack_dir: Path) -> int:
+    """The size of the packs in ``pack_dir`` (what libgit2 would map to read them)."""
+    total = 0
+    try:
+        with os.scandir(pack_dir) as entries:
+            for entry in entries:
+                if entry.name.endswith(".pack"):
+                    total += entry.stat().st_size
+    except OSError:
+        return 0
+    return total
 
 
 def _loose_header(objects: str, oid: bytes) -> tuple[int, int] | None:
