@@ -32,6 +32,7 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from snapshotter.fileio import write_atomic
 
@@ -43,6 +44,8 @@ VERSION = 2
 CHUNK = 16384
 LOG_SUFFIX = ".log"
 _LOG_MAGIC = b"snapshotter-manifest-log 1\n"
+_BASE_MAGIC = b"snapshotter-manifest 2\n"
+_BASE_RECORD = struct.Struct("<I")  # a base record's length
 _TOKEN_BYTES = 16
 _RECORD = struct.Struct("<II")  # payload length, crc32 of the payload
 # The log is folded into a new base once it is this fraction of the base's size.
@@ -126,31 +129,54 @@ def load(path: Path, *, keep: bool = False) -> Manifest:
 
 def _read(path: Path) -> Manifest:
     try:
-        with open(path, "rb") as f:
-            data = marshal.load(f)
-            if not isinstance(data, dict) or data.get("version") not in (1, VERSION):
+        raw = path.read_bytes()
+        if raw.startswith(_BASE_MAGIC):
+            records = _records(raw)
+            data = next(records)
+            if not isinstance(data, dict) or data.get("version") != VERSION:
                 return Manifest()
-            entries = data["entries"] if data["version"] == 1 else {}
-            for _ in range(int(data.get("chunks", 0))):
-                chunk = marshal.load(f)
+            entries: dict[str, Entry] = {}
+            chunks = 0
+            for chunk in records:
                 if not isinstance(chunk, dict):
                     return Manifest()
                 entries.update(chunk)
-            size = f.tell()
+                chunks += 1
+            if data.get("chunks") != chunks:
+                return Manifest()  # records missing: cut short
+        else:  # version 1: one marshal of everything
+            data = marshal.loads(raw)
+            if not isinstance(data, dict) or data.get("version") != 1:
+                return Manifest()
+            entries = data["entries"]
         if not isinstance(entries, dict):
             return Manifest()
         # A manifest without "trees" (an older one) costs one full tree build.
         manifest = Manifest(
             data["tree"], entries, dict(data.get("trees") or {}), int(data.get("loose", 0))
         )
-    except (OSError, EOFError, ValueError, TypeError, KeyError):
+    except (OSError, EOFError, ValueError, TypeError, KeyError, StopIteration, struct.error):
         return Manifest()
-    manifest.base_size = size
+    manifest.base_size = len(raw)
     token = data.get("log")
     if isinstance(token, bytes) and len(token) == _TOKEN_BYTES:
         manifest.token = token
         _replay(log_path(path), manifest)
     return manifest
+
+
+def _records(raw: bytes) -> Iterator[object]:
+    """The base's length-prefixed marshal records, read from memory (``marshal.load``
+    from a file reads in small pieces: 144 ms for a 20k-entry base)."""
+    view = memoryview(raw)
+    at = len(_BASE_MAGIC)
+    while at < len(raw):
+        (size,) = _BASE_RECORD.unpack_from(raw, at)
+        at += _BASE_RECORD.size
+        if at + size > len(raw):
+            raise EOFError("the base is cut short")
+        yield marshal.loads(view[at : at + size])
+        at += size
 
 
 def _replay(path: Path, manifest: Manifest) -> None:
@@ -225,20 +251,23 @@ def save(path: Path, manifest: Manifest, *, keep: bool = False) -> None:
 
 
 def _base(manifest: Manifest, token: bytes) -> Iterator[bytes]:
-    """The base's bytes: a head, then the entries CHUNK at a time."""
-    yield marshal.dumps(
-        {
-            "version": VERSION,
-            "tree": manifest.tree,
-            "chunks": -(-len(manifest.entries) // CHUNK),
-            "trees": manifest.trees,
-            "loose": manifest.loose,
-            "log": token,
-        }
-    )
+    """The base's bytes: a magic line, then length-prefixed records: a head, and the
+    entries CHUNK at a time."""
+    yield _BASE_MAGIC
+    head = {
+        "version": VERSION,
+        "tree": manifest.tree,
+        "chunks": -(-len(manifest.entries) // CHUNK),
+        "trees": manifest.trees,
+        "loose": manifest.loose,
+        "log": token,
+    }
     items = iter(manifest.entries.items())
-    while chunk := dict(itertools.islice(items, CHUNK)):
-        yield marshal.dumps(chunk)
+    record: dict[str, Any] = head
+    while record:
+        data = marshal.dumps(record)
+        yield _BASE_RECORD.pack(len(data)) + data
+        record = dict(itertools.islice(items, CHUNK))
 
 
 def record(path: Path, manifest: Manifest, delta: Delta, *, keep: bool = False) -> None:
