@@ -257,6 +257,20 @@ def data_dir(hermetic: Path) -> Path:
 
 
 @pytest.fixture
+def server_socket(monkeypatch: pytest.MonkeyPatch, data_dir: Path) -> Iterator[Path]:
+    """The hook server turned on for this test: its socket path (the server is
+    started by the first hook); stopped at the end."""
+    from snapshotter.hooks import client
+
+    monkeypatch.setenv("SNAPSHOTTER_HOOK_SERVER", "1")
+    path = client.socket_path(data_dir)
+    assert path is not None, "a private socket directory is available"
+    yield path
+    with contextlib.suppress(OSError):
+        client.stop(path)
+
+
+@pytest.fixture
 def repo(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small committed repository: built with git once per run, copied per test."""
     template = tmp_path_factory.getbasetemp() / "repo-template"

@@ -28,13 +28,8 @@ def hook(data_dir: Path, event: dict[str, str]) -> subprocess.CompletedProcess[b
 
 
 @pytest.fixture
-def server_on(monkeypatch: pytest.MonkeyPatch, data_dir: Path):  # type: ignore[no-untyped-def]
-    monkeypatch.setenv("SNAPSHOTTER_HOOK_SERVER", "1")
-    path = client.socket_path(data_dir)
-    assert path is not None, "a private socket directory is available"
-    yield path
-    with contextlib.suppress(OSError):
-        client.stop(path)
+def server_on(server_socket: Path) -> Path:
+    return server_socket
 
 
 def test_first_hook_starts_a_server_that_later_hooks_use(

@@ -15,7 +15,6 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -34,13 +33,8 @@ def wait_for(path: Path, present: bool = True, limit: float = 60) -> None:
 
 
 @pytest.fixture
-def sock(monkeypatch: pytest.MonkeyPatch, data_dir: Path) -> Iterator[Path]:
-    monkeypatch.setenv("SNAPSHOTTER_HOOK_SERVER", "1")
-    path = client.socket_path(data_dir)
-    assert path is not None, "a private socket directory is available"
-    yield path
-    with contextlib.suppress(OSError):
-        client.stop(path)
+def sock(server_socket: Path) -> Path:
+    return server_socket
 
 
 def start_server(path: Path) -> subprocess.Popen[bytes]:
