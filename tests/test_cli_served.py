@@ -9,14 +9,13 @@ server the command runs where it was typed.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import stat
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -38,13 +37,8 @@ finally:
 
 
 @pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch, data_dir: Path) -> Iterator[Path]:
-    monkeypatch.setenv("SNAPSHOTTER_HOOK_SERVER", "1")
-    path = client.socket_path(data_dir)
-    assert path is not None, "a private socket directory is available"
-    yield path
-    with contextlib.suppress(OSError):
-        client.stop(path)
+def server(server_socket: Path) -> Path:
+    return server_socket
 
 
 def start_server(root: Path, data_dir: Path, sock: Path, session: str = "s") -> None:
@@ -349,3 +343,35 @@ def test_a_server_that_cannot_fork_hands_the_command_back(
         theirs.close()
     assert not ran, "nothing ran in the server"
     assert srv.gate.close(0), "the gate is open again for the next command"
+
+
+def test_a_cli_client_that_goes_silent_after_ready_frees_the_server(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Events wait while a command may fork: a client that never says "go" cannot
+    keep them waiting; nothing runs, and the gate opens for the next request."""
+    import socket
+    import threading
+
+    from snapshotter.hooks import server as server_mod
+
+    ran: list[list[bytes]] = []
+
+    def runner(frames: list[bytes], fds: list[int]) -> int:
+        ran.append(frames)
+        return 0
+
+    monkeypatch.setattr(server_mod, "CLI_GO_TIMEOUT_S", 0.2)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv = server_mod._Server(listener, tmp_path / "s.sock", runner)
+    ours, theirs = socket.socketpair()
+    thread = threading.Thread(target=srv._handle, args=(theirs,))
+    with ours, theirs, listener:
+        ours.sendall(client.frame(b"cli") + client.frame(client.frame(b"undo")))
+        thread.start()
+        assert client.read_line(ours) == client.READY
+        with srv.gate.work():  # an event waits until the silent client is given up on
+            pass
+        thread.join(timeout=60)
+    assert not thread.is_alive() and not ran
+    assert srv.gate.close(0), "the gate is open again"

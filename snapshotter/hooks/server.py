@@ -68,6 +68,9 @@ _TICK_S = 1.0  # how often the accept loop looks at the stop flag and the idle c
 # fork; past it the client gets no "ready" (inside client.READY_TIMEOUT_S) and
 # runs the command itself.
 QUIET_S = 1.5
+# While a CLI client is told "ready", events wait (the fork must find none under
+# way): its "go" follows at once, so one that stalls is given up on quickly.
+CLI_GO_TIMEOUT_S = 2.0
 MAX_FDS = 3  # stdin, stdout, stderr
 
 
@@ -224,7 +227,7 @@ class _Server:
         pid = 0
         try:
             conn.sendall(READY)
-            conn.settimeout(GO_TIMEOUT_S)
+            conn.settimeout(CLI_GO_TIMEOUT_S)
             go, fds = _receive_fds(conn)
             if go == GO and len(fds) == MAX_FDS:
                 pid = self._fork(conn, split_frames(body), fds)
