@@ -6,7 +6,7 @@ exit codes in exactly one place (``cli.main``) without a lookup table.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 
 class SnapshotterError(Exception):
@@ -86,15 +86,23 @@ class NothingToDo(SnapshotterError):
 
 
 class Conflict(SnapshotterError):
-    """Files changed after the checkpoint; restoring would clobber them."""
+    """Files changed after the checkpoint; restoring would clobber them.
+
+    ``by`` names who changed each path: "you" (nothing snapshotter recorded
+    left it so), or a checkpoint of another session.
+    """
 
     exit_code = 4
 
-    def __init__(self, paths: Iterable[str]) -> None:
+    def __init__(self, paths: Iterable[str], by: Mapping[str, str] | None = None) -> None:
         self.paths = sorted(paths)
+        self.by = {p: (by or {}).get(p, "you") for p in self.paths}
         from snapshotter.names import display
 
-        shown = ", ".join(display(p) for p in self.paths[:5])
+        groups: dict[str, list[str]] = {}
+        for path in self.paths[:5]:
+            groups.setdefault(self.by[path], []).append(display(path))
+        shown = "; ".join(f"{', '.join(names)} (by {who})" for who, names in groups.items())
         more = f" and {len(self.paths) - 5} more" if len(self.paths) > 5 else ""
         super().__init__(
             f"changed since the checkpoint: {shown}{more} (use --force to overwrite; "

@@ -45,9 +45,13 @@ class Ctx:
         return engine
 
     def session(self, engine: Engine, explicit: str | None) -> str:
+        """The session a command acts on; a turn it left open (Esc) is closed first."""
+        from snapshotter.history.lookup import close_interrupted
         from snapshotter.history.undo import resolve_session
 
-        return resolve_session(engine.store, explicit)
+        found = resolve_session(engine.store, explicit)
+        close_interrupted(engine, self.data_dir, found)
+        return found
 
 
 pass_ctx = click.make_pass_decorator(Ctx)

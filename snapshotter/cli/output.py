@@ -67,6 +67,9 @@ _HEADER = f"{'ID':>5}  {'WHEN':<22}  {'KIND':<6}  {'WHAT':<36}  FILES"
 def _line(cp: Checkpoint, indent: str, now: datetime) -> str:
     undone = "  (undone)" if cp.undone else ""
     skipped = f"  ! {len(cp.skipped)} skipped" if cp.skipped else ""
+    if cp.kind == "turn" and not cp.files and not cp.skipped:
+        # Its tools changed files and changed them back (#21.1): undo passes it by.
+        undone += "  (no net change)"
     kind = f"{indent}{cp.kind}"
     label = display(cp.label)
     label = label if len(label) <= 36 else label[:35] + ELLIPSIS

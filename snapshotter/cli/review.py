@@ -36,8 +36,8 @@ def list_(
         raise click.UsageError("give --session ID or --all, not both")
     try:
         engine = c.engine(directory, create=False)
-        everyone = list_checkpoints(engine.store, None)
         session = None if all_sessions else c.session(engine, session_id)
+        everyone = list_checkpoints(engine.store, None)
     except NothingToDo:
         everyone, session = [], None
     cps = [cp for cp in everyone if session is None or cp.session_id == session]

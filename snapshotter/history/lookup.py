@@ -60,3 +60,11 @@ def diff_end(
     now = scoped.capture()
     skipped = sorted((s.path, s.reason) for s in now.skipped.values() if scoped.in_scope(s.path))
     return now.tree, scoped.in_scope, skipped
+
+
+def close_interrupted(engine: Workspace, data_dir: Path, session_id: str) -> None:
+    """Close the turn or tool the session left open (Esc: no ``Stop``), in its directory,
+    before a command reads or restores its history (#21.6)."""
+    from snapshotter.history.recorder import Recorder
+
+    Recorder(session_workspace(engine, data_dir, session_id), session_id).close_interrupted()

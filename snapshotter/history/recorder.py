@@ -11,14 +11,24 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from snapshotter.config import Kind, now_iso
+from snapshotter.errors import StoreError, UnsafePath
 from snapshotter.history import labels
-from snapshotter.history.records import MAX_PENDING_TOOLS, Change, Mark, Record, State, editing
+from snapshotter.history.records import (
+    MAX_PENDING_TOOLS,
+    Change,
+    Mark,
+    Record,
+    State,
+    editing,
+    load,
+)
 from snapshotter.store.changes import statuses
+from snapshotter.store.restore import check_path
 from snapshotter.store.shadow import RACY_WINDOW_NS, Capture, Store
 from snapshotter.store.walk import Skip
 from snapshotter.store.workspace import Workspace
@@ -55,13 +65,15 @@ class Recorder:
     def checkpoint(self, label: str) -> Record | None:
         """A checkpoint by hand: what changed since the last snapshot of this worktree.
 
-        None when nothing changed, or when there was no snapshot before (this
-        capture is then the baseline the next checkpoint starts from).
+        The last snapshot is the newest of: any session's latest capture, the
+        worktree as the last undo, redo, reset or restore left it (#21.6), and
+        the newest capture by anyone. None when nothing changed, or when there
+        was no snapshot before (this capture is then the baseline the next
+        checkpoint starts from).
         """
         with editing(self.engine.store) as state:
             sess = state.session(self.session_id)
-            earlier = self.engine.store.last_tree()
-            start = sess.last or (Mark(tree=earlier, next_id=state.next_id) if earlier else None)
+            start = _newest_mark(state, self.engine.store)
             capture, mark = self._capture_pair(state)
             cp = None
             if start is not None:
@@ -93,8 +105,10 @@ class Recorder:
         """``named``: worktree paths the tool's input says it writes."""
         with editing(self.engine.store) as state:
             sess = state.session(self.session_id)
+            mark = self._capture(state)
             mark = replace(
-                self._capture(state),
+                mark,
+                tree=self._fresh(mark.tree, named),
                 tool_use_id=tool_use_id or None,
                 tool_name=tool_name,
                 named=sorted(set(named)),
@@ -120,6 +134,10 @@ class Recorder:
                 named=sorted({*start.named, *named}),
                 command=start.command or (labels.bounded(command) if command else None),
             )
+            capture = Capture(
+                self._fresh(capture.tree, start.named), capture.skipped, capture.started
+            )
+            mark = replace(mark, tree=capture.tree)
             name = tool_name or "tool"
             cp = self._record(
                 state,
@@ -129,6 +147,7 @@ class Recorder:
                 capture,
                 tool_name=name,
                 command=start.command,
+                outside=start.named,
             )
             if cp is not None and sess.turn is not None:
                 sess.turn_tools.append(cp.id)
@@ -143,6 +162,44 @@ class Recorder:
             sess.tools = []
             return cp
 
+    def close_interrupted(self) -> Record | None:
+        """Close what the runtime left open, as the next prompt would (#21.6).
+
+        Claude Code sends no ``PostToolUse`` and no ``Stop`` when the user
+        presses Esc; a command run from the shell then closes the open turn as
+        ``interrupted`` (or, with no turn, the oldest open tool), so ``undo``
+        reverts the damage in flight and ``list`` shows it.
+        """
+        if not _open(load(self.engine.store), self.session_id):
+            return None  # (read only: a command on a full disk still reads)
+        with editing(self.engine.store) as state:
+            sess = state.sessions.get(self.session_id)
+            if sess is None or not _open(state, self.session_id):
+                return None
+            if sess.turn is not None:
+                return self._end_turn(state, "interrupted")
+            start, sess.tools = sess.tools[0], []
+            capture, mark = self._capture_pair(state)
+            capture = Capture(
+                self._fresh(capture.tree, start.named), capture.skipped, capture.started
+            )
+            name = start.tool_name or "tool"
+            cp = self._record(
+                state,
+                "tool",
+                labels.first_line(
+                    "interrupted: " + labels.for_tool(name, start.named, start.command)
+                ),
+                start,
+                capture,
+                reason="interrupted",
+                tool_name=name,
+                command=start.command,
+                outside=start.named,
+            )
+            sess.last = replace(mark, tree=capture.tree)
+            return cp
+
     # -- helpers -----------------------------------------------------------
 
     def _close_interrupted(self, state: State) -> Record | None:
@@ -152,11 +209,15 @@ class Recorder:
         return self._end_turn(state, "interrupted")
 
     def _end_turn(self, state: State, reason: str) -> Record | None:
+        """Record the turn; one whose tools recorded checkpoints is recorded even when
+        it ends where it began (#21.1), so its tools stay under it and undo skips it."""
         sess = state.session(self.session_id)
         start = sess.turn or sess.last
         capture, mark = self._capture_pair(state)
+        tools = [c for c in map(state.by_id, sess.turn_tools) if c is not None]
         cp = None
         if start is not None:
+            start, capture = self._named_outside(start, capture, tools)
             cp = self._record(
                 state,
                 "turn",
@@ -165,15 +226,48 @@ class Recorder:
                 capture,
                 prompt=sess.prompt,
                 reason=reason,
+                keep_empty=bool(tools),
+                outside={p for c in tools for p in c.named_paths},
             )
         if cp is not None:
-            for child_id in sess.turn_tools:
-                child = state.by_id(child_id)
-                if child is not None:
-                    child.parent = cp.id
+            for child in tools:
+                child.parent = cp.id
         sess.turn, sess.turn_tools, sess.tools = None, [], []
         sess.last = mark
         return cp
+
+    def _fresh(self, tree: str, named: Sequence[str]) -> str:
+        """``tree`` with the named paths outside the session's directory as they are now.
+
+        A scoped capture walks its directory only (the rest stays as last
+        captured), but a file a tool names is that tool's wherever it lies in
+        the worktree (#21.6).
+        """
+        outside = [p for p in named if not self.engine.in_scope(p) and _plain(p)]
+        if not outside:
+            return tree
+        store = self.engine.store
+        try:
+            return store.hold(store.edit_tree(tree, dict.fromkeys(outside)), outside)
+        except StoreError:  # unreadable: the span keeps what the capture had
+            return tree
+
+    def _named_outside(
+        self, start: Mark, capture: Capture, tools: list[Record]
+    ) -> tuple[Mark, Capture]:
+        """The turn's span with the files its tools named outside its directory:
+        each as the first tool to touch it found it, and as it is now."""
+        store = self.engine.store
+        first: dict[str, tuple[int, bytes] | None] = {}
+        for tool in sorted(tools, key=lambda c: c.id):
+            for f in tool.files:
+                if f.path in tool.named_paths and not self.engine.in_scope(f.path):
+                    first.setdefault(f.path, store.entry(tool.before, f.path))
+        if not first:
+            return start, capture
+        before = store.edit_tree(start.tree, first)
+        after = self._fresh(capture.tree, sorted(first))
+        return replace(start, tree=before), Capture(after, capture.skipped, capture.started)
 
     def _capture(self, state: State) -> Mark:
         mark = self._capture_pair(state)[1]
@@ -197,15 +291,24 @@ class Recorder:
         reason: str | None = None,
         tool_name: str | None = None,
         command: str | None = None,
+        keep_empty: bool = False,
+        outside: Collection[str] = (),
     ) -> Record | None:
-        """Record the span as a checkpoint if files in scope changed (the rest: label sources)."""
-        found = statuses(self.engine.store, start.tree, capture.tree, self.engine.in_scope)
+        """Record the span as a checkpoint if files in scope changed (the rest: label sources).
+
+        ``keep_empty``: record it even when nothing changed. ``outside``: paths
+        outside the session's directory that a tool named, and so are in scope.
+        """
+        in_scope = self.engine.in_scope
+        found = statuses(
+            self.engine.store, start.tree, capture.tree, lambda p: in_scope(p) or p in outside
+        )
         files = [Change(path, status) for path, status in found]
         files, start, capture = settle(self.engine.store, start, capture, files)  # #12.1, #13.6
         owners = _named_owners(state, start)
         files = [f for f in files if self._ours(state, kind, start, capture, owners, f.path)]
         skipped = [s for s in start.new_skips(capture) if self.engine.in_scope(s.path)]
-        if not files and not skipped:
+        if not files and not skipped and not keep_empty:
             return None
         return state.add(
             Record(
@@ -268,6 +371,31 @@ class Recorder:
             ):
                 return self.engine.entry(cp.after, path) == self.engine.entry(capture.tree, path)
         return False
+
+
+def _open(state: State, session_id: str) -> bool:
+    """Whether the session has a turn or tool open."""
+    sess = state.sessions.get(session_id)
+    return sess is not None and (sess.turn is not None or bool(sess.tools))
+
+
+def _newest_mark(state: State, store: Store) -> Mark | None:
+    """The newest known state of the worktree: a session's latest capture or
+    operation, else the newest capture by anyone."""
+    marks = [s.last for s in state.sessions.values() if s.last is not None]
+    newest = max(marks, key=lambda m: m.at, default=None)
+    captured = store.last_capture()
+    if captured is not None and (newest is None or captured[1] > newest.at):
+        return Mark(tree=captured[0], next_id=state.next_id, at=captured[1])
+    return newest
+
+
+def _plain(rel: str) -> bool:
+    try:
+        check_path(rel)
+    except UnsafePath:
+        return False
+    return True
 
 
 def _first_since(state: State, start: Mark) -> int:

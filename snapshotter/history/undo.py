@@ -10,7 +10,9 @@ saved with a journal before the first file is written (journal.py).
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
+from dataclasses import replace
 
 from snapshotter.errors import Conflict, NotFound, NothingToDo, StoreError
 from snapshotter.history import journal
@@ -22,9 +24,17 @@ from snapshotter.store.workspace import Workspace
 
 
 def default_session(store: Store) -> str | None:
-    """The session with the newest checkpoint in this worktree."""
+    """The session with the newest checkpoint in this worktree, or one whose turn or
+    tool opened after it and is still open (an interrupted turn, #21.6)."""
     state = load(store)
-    return state.checkpoints[-1].session_id if state.checkpoints else None
+    newest = state.checkpoints[-1] if state.checkpoints else None
+    best = (newest.id, 0) if newest else None
+    found = newest.session_id if newest else None
+    for session_id, sess in state.sessions.items():
+        for mark in (sess.turn, *sess.tools):
+            if mark is not None and (best is None or (mark.next_id, mark.at) > best):
+                best, found = (mark.next_id, mark.at), session_id
+    return found
 
 
 def resolve_session(store: Store, *preferred: str | None) -> str:
@@ -95,12 +105,14 @@ def restore_files(
         source, other = (cp.after, cp.before) if after else (cp.before, cp.after)
         chosen = _expand(engine, state, cp, [source, other], paths)
         safety = _safety(engine, chosen)
-        # Refused: a file that is neither where the checkpoint left it nor already
-        # as asked, i.e. someone edited it since.
         _refuse_changed(
             engine,
+            state,
+            session_id,
             safety.tree,
-            {other: [p for p in chosen if engine.entry(safety.tree, p) != engine.entry(source, p)]},
+            dict.fromkeys(chosen, source),
+            dict.fromkeys(chosen, other),
+            cp.id,
             force,
         )
         steps = [(source, chosen)]
@@ -114,7 +126,7 @@ def restore_files(
                 op="restore", checkpoints=[cp.id], paths=chosen, tree=safety.tree, after=new_tree
             )
         )
-        sess.last = Mark.of(Capture(new_tree, safety.skipped, safety.started), state.next_id)
+        sess.last = _left(Capture(new_tree, safety.skipped, safety.started), state)
         result = journal.run(engine.store, state, safety.tree, steps)
         return _report(state, [cp.id], result, dry_run)
 
@@ -149,7 +161,16 @@ def redo(
             raise NothingToDo(f"nothing to redo in session {session_id}")
         entry = sess.redo[-1]
         safety = _safety(engine, entry.paths)
-        changed = _refuse_changed(engine, safety.tree, {entry.after: entry.paths}, force)
+        changed = _refuse_changed(
+            engine,
+            state,
+            session_id,
+            safety.tree,
+            dict.fromkeys(entry.paths, entry.tree),
+            dict.fromkeys(entry.paths, entry.after),
+            min(entry.checkpoints, default=state.next_id),
+            force,
+        )
         steps = [(entry.tree, list(entry.paths))]
         if dry_run:
             return _report(state, entry.checkpoints, _plan(engine, steps), dry_run)
@@ -159,7 +180,7 @@ def redo(
             sess.redo.append(
                 RedoEntry(op="undo", checkpoints=[], paths=changed, tree=safety.tree, after=after)
             )
-        sess.last = Mark.of(Capture(after, safety.skipped, safety.started), state.next_id)
+        sess.last = _left(Capture(after, safety.skipped, safety.started), state)
         _rebase_open_spans(engine, state, entry.tree, entry.paths)
         for cp_id in entry.checkpoints if entry.op != "restore" else ():  # a part: no flag
             cp = state.by_id(cp_id)
@@ -173,8 +194,15 @@ def redo(
 
 
 def _newest_top_level(state: State, session_id: str) -> Record | None:
+    """The checkpoint ``undo`` reverts: never a tool of a closed turn, and never a
+    turn that ended where it began (#21.1): undoing it would change nothing."""
     for cp in reversed(state.checkpoints):
-        if cp.session_id == session_id and cp.parent is None and not cp.undone:
+        if (
+            cp.session_id == session_id
+            and cp.parent is None
+            and not cp.undone
+            and (cp.files or cp.skipped)
+        ):
             return cp
     return None
 
@@ -213,7 +241,16 @@ def _revert(
             restore_from.setdefault(f.path, cp.before)
     paths = sorted(restore_from)
     safety = _safety(engine, paths)
-    _refuse_changed(engine, safety.tree, _group(expected), force)
+    _refuse_changed(
+        engine,
+        state,
+        session_id,
+        safety.tree,
+        restore_from,
+        expected,
+        min(cp.id for cp in targets),
+        force,
+    )
     steps = sorted(_group(restore_from).items())
     ids = [cp.id for cp in targets]
     if dry_run:
@@ -235,9 +272,15 @@ def _revert(
             after=after.tree,
         )
     )
-    sess.last = Mark.of(after, state.next_id)
+    sess.last = _left(after, state)
     result = journal.run(engine.store, state, safety.tree, steps)
     return _report(state, ids, result, dry_run)
+
+
+def _left(capture: Capture, state: State) -> Mark:
+    """The worktree as an operation leaves it, as the session's latest capture: newer
+    than the safety capture (so a ``checkpoint`` starts from it, #21.6)."""
+    return replace(Mark.of(capture, state.next_id), at=time.time_ns())
 
 
 def _safety(engine: Workspace, paths: list[str]) -> Capture:
@@ -261,14 +304,15 @@ def _after_tree(engine: Workspace, safety: str, steps: list[tuple[str, list[str]
 
 
 def _rebase_open_spans(engine: Workspace, state: State, tree: str, paths: list[str]) -> None:
-    """An undo, redo or reset is nobody's edit: open turns and tools see it as done.
+    """An undo, redo or reset is nobody's edit: open turns and tools, and every
+    session's latest capture, see it as done.
 
     Otherwise a turn open (in any session) while files are restored records the
     restore as its own change, and undoing that turn re-applies what was undone.
     """
     rebased: dict[str, str] = {}
     for sess in state.sessions.values():
-        for mark in (sess.turn, *sess.tools):
+        for mark in (sess.turn, *sess.tools, sess.last):
             if mark is None:
                 continue
             if mark.tree not in rebased:
@@ -299,26 +343,58 @@ def _group(path_to_tree: dict[str, str]) -> dict[str, list[str]]:
 
 
 def _refuse_changed(
-    engine: Workspace, current: str, expected: dict[str, list[str]], force: bool
+    engine: Workspace,
+    state: State,
+    session_id: str,
+    current: str,
+    wanted: dict[str, str],
+    expected: dict[str, str],
+    since: int,
+    force: bool,
 ) -> list[str]:
-    """Conflict unless every path is as ``expected`` says (tree → its paths).
+    """The one refusal rule of undo, redo, reset and restore (#21.3, #21.6).
 
-    With ``force``, the paths that are not (to be overwritten) are returned.
+    ``wanted``: path → the tree the operation takes it from; ``expected``:
+    path → the tree the operation's checkpoint left it as. A path is no
+    conflict when it already is as the operation would write it, is where the
+    checkpoint left it, or is as snapshotter itself last left it: a later
+    checkpoint of this session (``since``: the operation's oldest checkpoint)
+    or one of the session's undo, redo, reset or restore operations. Anything
+    else someone changed since: Conflict, naming who, unless ``force`` (then
+    those paths are returned, to be overwritten).
 
     ``current`` is the safety tree: it holds every path's bytes, so a file the
     capture left out (ignored, too large) is compared by its content too.
     """
-    changed = sorted(
-        {
-            p
-            for tree, paths in expected.items()
-            for p in paths
-            if engine.entry(current, p) != engine.entry(tree, p)
-        }
-    )
+    changed: dict[str, str] = {}
+    for path in sorted(wanted):
+        now = engine.entry(current, path)
+        if now == engine.entry(wanted[path], path) or now == engine.entry(expected[path], path):
+            continue
+        who = _left_by(engine, state, session_id, since, path, now)
+        if who is not None:
+            changed[path] = who
     if changed and not force:
-        raise Conflict(changed)
-    return changed
+        raise Conflict(changed, by=changed)
+    return sorted(changed)
+
+
+def _left_by(
+    engine: Workspace, state: State, session_id: str, since: int, path: str, now: object
+) -> str | None:
+    """Who left ``path`` as ``now``: None for snapshotter itself (this session's
+    later checkpoints and operations), else another session's checkpoint, else you."""
+    sess = state.session(session_id)
+    if any(path in r.paths and engine.entry(r.after, path) == now for r in sess.redo):
+        return None
+    for cp in reversed(state.checkpoints):
+        if cp.id < since:
+            break
+        if any(f.path == path for f in cp.files) and engine.entry(cp.after, path) == now:
+            if cp.session_id == session_id:
+                return None
+            return f"checkpoint {cp.id} of session {cp.session_id}"
+    return "you"
 
 
 def _plan(engine: Workspace, steps: list[tuple[str, list[str]]]) -> RestoreResult:

@@ -162,7 +162,15 @@ def _dispatch(
     elif event == ev.TURN_END:
         return recorder.turn_end(hook_input.reason)
     elif event == ev.PRE_TOOL_USE:
-        named = worktree_paths(recorder.engine.root, hook_input.named_paths())
+        asked = hook_input.named_paths()
+        named = worktree_paths(recorder.engine.root, asked)
+        if len(named) < len(asked):  # (once per tool: its post names the same paths)
+            outside = [p for p in asked if not worktree_paths(recorder.engine.root, [p])]
+            log_failure(
+                recorder.engine.store.root.parent.parent,
+                f"{hook_input.tool_name or 'tool'} names {', '.join(outside)}, outside the "
+                f"worktree {recorder.engine.root}: not snapshotted, undo cannot restore it",
+            )
         recorder.tool_start(
             hook_input.tool_use_id, hook_input.tool_name, named, hook_input.command()
         )

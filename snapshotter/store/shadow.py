@@ -702,6 +702,16 @@ class Store:
         tree = stat_cache.load(self.root / "manifest", keep=watch.enabled()).tree
         return tree if tree is not None and self._has(tree) else None
 
+    def last_capture(self) -> tuple[str, int] | None:
+        """(tree, when it was recorded in ns) of the newest capture, by anyone; None before."""
+        tree = self.last_tree()
+        if tree is None:
+            return None
+        try:
+            return tree, os.stat(self.root / "manifest").st_mtime_ns
+        except OSError:
+            return tree, 0
+
     def files_under(self, tree: str, directory: str) -> list[str]:
         """Every file path below ``directory`` in ``tree`` (none if it is not a directory there)."""
         return self.objects.files_under(tree, directory)
