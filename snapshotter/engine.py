@@ -28,8 +28,11 @@ class Engine(Workspace):
     """Snapshots of the worktree containing ``directory``, limited to its subtree.
 
     The API other runtimes build on (SPEC §8): a Workspace opened by
-    directory, with gc.
+    directory, with gc. ``recovered``: what opening it did about a restore a
+    killed process left half done (one line, for the caller to show), or None.
     """
+
+    recovered: str | None = None
 
     @overload
     @classmethod
@@ -72,12 +75,18 @@ class Engine(Workspace):
         no snapshot was ever taken there. Raises NotAWorktree outside git.
         """
         worktree = find_worktree(directory)
+        notes: list[str] = []
         store = Store.open(
-            data_dir(data_dir_path), worktree, create=create, recover=_finish_restore
+            data_dir(data_dir_path),
+            worktree,
+            create=create,
+            recover=lambda store: _finish_restore(store, notes),
         )
         if store is None:
             return None
-        return cls(worktree, store, max_new_file_size, max_files)
+        engine = cls(worktree, store, max_new_file_size, max_files)
+        engine.recovered = notes[0] if notes else None
+        return engine
 
     def gc(self, *, dry_run: bool = False, budget_s: float | None = None) -> GcReport:
         """Apply retention and compact the store (history/maintenance.py)."""
@@ -86,13 +95,16 @@ class Engine(Workspace):
         return collect(self, dry_run=dry_run, budget_s=budget_s)
 
 
-def _finish_restore(store: Store) -> None:
+def _finish_restore(store: Store, notes: list[str]) -> None:
     """Finish a restore a killed process left half done (the journal), if there is one;
-    decided from state.json's bytes, so a capture never loads the restore code."""
+    decided from state.json's bytes, so a capture never loads the restore code.
+    What it did goes to ``notes``: the engine writes nothing to stderr itself."""
     if restore_pending(store.root):
         from snapshotter.history import journal
 
-        journal.recover(store)
+        note = journal.recover(store)
+        if note is not None:
+            notes.append(note)
 
 
 def open_existing(

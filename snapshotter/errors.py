@@ -70,6 +70,44 @@ class UnsafePath(SnapshotterError):
         self.path = path
 
 
+class WorktreeWriteFailed(SnapshotterError):
+    """A restore could not write, re-mode or remove ``path`` in the worktree (#21.4).
+
+    The OSError (full disk, quota, read-only, permission, I/O) is ``__cause__``.
+    """
+
+    def __init__(self, path: str, exc: OSError) -> None:
+        from snapshotter.names import display
+
+        self.path = path
+        self.errno = exc.errno
+        self.cause = exc.strerror or str(exc)
+        super().__init__(f"cannot write {display(path)}: {self.cause}")
+
+
+class RestoreFailed(SnapshotterError):
+    """An undo, redo, reset or restore stopped part way; ``outcome`` says what the
+    worktree and the records are now (rolled back, or left for the next command)."""
+
+    def __init__(self, op: str, path: str | None, cause: str, outcome: str) -> None:
+        from snapshotter.names import display
+
+        where = f" writing {display(path)}" if path is not None else ""
+        super().__init__(f"{op} failed{where}: {cause}; {outcome}")
+        self.path = path
+        self.outcome = outcome
+
+
+class RestoreCancelled(SnapshotterError):
+    """Ctrl-C during a restore: what it had written was rolled back (#21.4)."""
+
+    exit_code = 130
+
+    def __init__(self, op: str, outcome: str) -> None:
+        super().__init__(f"{op} interrupted (Ctrl-C); {outcome}")
+        self.outcome = outcome
+
+
 class NotFound(SnapshotterError):
     def __init__(self, what: str) -> None:
         super().__init__(what)

@@ -65,7 +65,12 @@ def rich_state() -> State:
         ),
     ]
     state.restoring = Restoring(
-        safety="s", steps=[("t1", [UNDECODABLE, "a"]), ("t2", [])], temps={UNDECODABLE: ".tmp"}
+        safety="s",
+        steps=[("t1", [UNDECODABLE, "a"]), ("t2", [])],
+        temps={UNDECODABLE: ".tmp"},
+        op="redo",
+        checkpoints=[1, 2],
+        rollback=True,
     )
     return state
 

@@ -39,9 +39,15 @@ class Ctx:
 
         limit = parse_size(max_size) if max_size else DEFAULT_MAX_NEW_FILE_SIZE
         if not create:
-            return open_existing(directory, data_dir_path=self.data_dir, max_new_file_size=limit)
-        engine = Engine.open(directory, data_dir_path=self.data_dir, max_new_file_size=limit)
-        assert engine is not None  # create=True always opens one
+            engine = open_existing(directory, data_dir_path=self.data_dir, max_new_file_size=limit)
+        else:
+            opened = Engine.open(directory, data_dir_path=self.data_dir, max_new_file_size=limit)
+            assert opened is not None  # create=True always opens one
+            engine = opened
+        if engine.recovered is not None:  # a killed restore, finished or rolled back (#21.4)
+            from snapshotter.cli import output
+
+            output.error(engine.recovered)
         return engine
 
     def session(self, engine: Engine, explicit: str | None) -> str:

@@ -37,6 +37,7 @@ STATE_FILE = "state.json"
 MAX_PENDING_TOOLS = 64
 
 RedoOp = Literal["undo", "reset", "restore"]
+JournalOp = Literal["undo", "redo", "reset", "restore"]
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,11 @@ class Restoring:
     safety: str  # every path below as it was before: a path still so may be written
     steps: list[tuple[str, list[str]]]  # (tree, paths) to make match it, in order
     temps: dict[str, str]  # path → the temp file name its write may create (#13.4)
+    op: JournalOp | None = None  # what it is part of, for the line recovery prints (#21.4)
+    checkpoints: list[int] = field(default_factory=list)
+    # Rolling it back (#21.4: it failed or was cancelled): each step's paths go
+    # back to ``safety`` while they are as the step's tree has them.
+    rollback: bool = False
 
 
 @dataclass(kw_only=True)
@@ -330,6 +336,7 @@ _RESTORING = frozenset(Restoring.__dataclass_fields__)
 _STATUSES = ("added", "modified", "deleted")
 _KINDS = ("turn", "tool")
 _OPS = ("undo", "reset", "restore")
+_JOURNAL_OPS = ("undo", "redo", "reset", "restore")
 
 
 def _state(value: object) -> State:
@@ -443,6 +450,9 @@ def _restoring(value: object) -> Restoring:
         safety=_str(d.get("safety")),
         steps=steps,
         temps={_path(k): _path(v) for k, v in _dict(d.get("temps")).items()},
+        op=None if d.get("op") is None else _one_of(d.get("op"), _JOURNAL_OPS),
+        checkpoints=_ints(d.get("checkpoints", [])),
+        rollback=_bool(d.get("rollback", False)),
     )
 
 
@@ -524,4 +534,7 @@ def _restoring_json(r: Restoring) -> dict[str, Any]:
         "safety": r.safety,
         "steps": [[tree, [enc(p) for p in paths]] for tree, paths in r.steps],
         "temps": {enc(k): enc(v) for k, v in r.temps.items()},
+        "op": r.op,
+        "checkpoints": list(r.checkpoints),
+        "rollback": r.rollback,
     }

@@ -43,6 +43,9 @@ class Restoring(BaseModel):
     safety: str  # every path below as it was before: a path still so may be written
     steps: list[tuple[str, list[PathName]]]  # (tree, paths) to make match it, in order
     temps: dict[PathName, PathName]  # path → the temp file name its write may create (#13.4)
+    op: Literal["undo", "redo", "reset", "restore"] | None = None  # for recovery's line (#21.4)
+    checkpoints: list[int] = Field(default_factory=list)
+    rollback: bool = False  # put each step's paths back as ``safety`` has them (#21.4)
 
 
 class SessionState(BaseModel):

@@ -5,7 +5,9 @@ the current bytes of every path it will touch whatever ignore rules say. Undo
 and reset refuse when a file they would touch changed after its checkpoint,
 and push the safety capture on the session's redo stack, so redo puts back
 the exact state before the undo, later user edits included. The outcome is
-saved with a journal before the first file is written (journal.py).
+saved with a journal before the first file is written (journal.py); a
+restore that fails part way or is cancelled is rolled back there, and the
+records before the operation are saved again.
 """
 
 from __future__ import annotations
@@ -127,7 +129,9 @@ def restore_files(
             )
         )
         sess.last = _left(Capture(new_tree, safety.skipped, safety.started), state)
-        result = journal.run(engine.store, state, safety.tree, steps)
+        result = journal.run(
+            engine.store, state, safety.tree, steps, op="restore", checkpoints=[cp.id]
+        )
         return _report(state, [cp.id], result, dry_run)
 
 
@@ -186,7 +190,9 @@ def redo(
             cp = state.by_id(cp_id)
             if cp is not None:
                 _set_undone(state, cp, False)
-        result = journal.run(engine.store, state, safety.tree, steps)
+        result = journal.run(
+            engine.store, state, safety.tree, steps, op="redo", checkpoints=entry.checkpoints
+        )
         return _report(state, entry.checkpoints, result, dry_run)
 
 
@@ -273,7 +279,14 @@ def _revert(
         )
     )
     sess.last = _left(after, state)
-    result = journal.run(engine.store, state, safety.tree, steps)
+    result = journal.run(
+        engine.store,
+        state,
+        safety.tree,
+        steps,
+        op="undo" if op == "undo" else "reset",
+        checkpoints=ids,
+    )
     return _report(state, ids, result, dry_run)
 
 

@@ -106,6 +106,8 @@ class SnapshotBuiltin:
                     )
         except NotAWorktree:
             return None  # outside a git worktree every event is a no-op
+        if engine.recovered is not None:  # a hook prints nothing: the line goes to hook.log
+            log_failure(self.data_dir, f"snapshotter hook: {engine.recovered}")
         self.last_session[engine.root] = session
         recorder = Recorder(engine, hook_input.session_id)
         return _dispatch(recorder, hook_input, options)

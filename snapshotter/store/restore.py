@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from snapshotter import progress
-from snapshotter.errors import UnsafePath
+from snapshotter.errors import UnsafePath, WorktreeWriteFailed
 from snapshotter.fileio import TEMP_PREFIX
 from snapshotter.git.kinds import MODE_EXEC, MODE_FILE, MODE_LINK, git_mode
 from snapshotter.git.objects import hash_bytes, hash_file
@@ -84,7 +84,8 @@ def restore(
 
     ``safety``: touch a path only while it is as that tree has it (else it is
     ``kept``). ``temps``: path → the temp file name to write it through.
-    ``tolerant``: a path that fails is listed in ``failed``, the rest go on.
+    ``tolerant``: a path that fails is listed in ``failed``, the rest go on;
+    otherwise the first OSError stops it, as WorktreeWriteFailed naming the path.
     """
     root = store.worktree.root
     wanted = sorted(set(paths))
@@ -107,10 +108,13 @@ def restore(
                     result.removed.append(rel)
             elif _write(store, root, rel, target, (temps or {}).get(rel)):
                 result.restored.append(rel)
-        except (OSError, UnsafePath):
-            if not tolerant:
+        except (OSError, UnsafePath) as exc:
+            if tolerant:
+                result.failed.append(rel)
+            elif isinstance(exc, OSError):  # a full disk, EROFS, EACCES, EIO (#21.4)
+                raise WorktreeWriteFailed(rel, exc) from exc
+            else:
                 raise
-            result.failed.append(rel)
     return result
 
 
