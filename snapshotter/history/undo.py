@@ -397,8 +397,9 @@ def _left_by(
 ) -> str | None:
     """Who left ``path`` as ``now``: None for snapshotter itself (this session's
     later checkpoints and operations), else another session's checkpoint, else you."""
-    sess = state.session(session_id)
-    if any(path in r.paths and engine.entry(r.after, path) == now for r in sess.redo):
+    sess = state.sessions.get(session_id)
+    redo = sess.redo if sess is not None else []
+    if any(path in r.paths and engine.entry(r.after, path) == now for r in redo):
         return None
     for cp in reversed(state.checkpoints):
         if cp.id < since:
