@@ -25,10 +25,10 @@ def adopt(c: Ctx, old_path: str | None, directory: str) -> None:
     from snapshotter.history import moved
 
     worktree = find_worktree(directory)
-    found = moved.adopt(c.data_dir, worktree, old_path)
+    old, found = moved.adopt(c.data_dir, worktree, old_path)
     click.echo(
-        f"adopted the history of {old_path or 'the moved worktree'}: "
-        f"{found.checkpoints} checkpoint(s) now belong to {found.worktree}"
+        f"adopted the history of {old}: {found.checkpoints} checkpoint(s) "
+        f"now belong to {found.worktree}"
     )
 
 

@@ -96,20 +96,20 @@ def _looks_like(store: Store, directory: Path) -> bool:
     return bool(names) and 2 * present >= len(names)
 
 
-def adopt(data_dir: Path, worktree: Worktree, old: str | None) -> Found:
+def adopt(data_dir: Path, worktree: Worktree, old: str | None) -> tuple[Path, Found]:
     """Re-attach the store of a worktree that was moved to ``worktree`` (its new path).
 
     The store directory is renamed to the new path's key and its record
-    rewritten, under its lock. Refused when ``worktree`` already has
-    checkpoints of its own (they would be hidden); a store of it without
-    any (a hook ran there first) is discarded.
+    rewritten, under its lock; returns the old path and the store. Refused
+    when ``worktree`` already has checkpoints of its own (they would be
+    hidden); a store of it without any (a hook ran there first) is discarded.
     """
     new = worktree.root
     target = stores_dir(data_dir) / store_key(new)
     recorded = recorded_worktree(target)
     if recorded is not None and recorded != new and not recorded.is_dir():
         _write_record(target, new)  # an adopt killed between its rename and its record
-        return _found(target, new)
+        return recorded, _found(target, new)
     source = _source(data_dir, old, new)
     if source.root == target:
         raise NothingToDo(f"the store of {source.worktree} is already this worktree's")
@@ -121,7 +121,7 @@ def adopt(data_dir: Path, worktree: Worktree, old: str | None) -> Found:
         except OSError as exc:
             raise StoreError(f"cannot move the store {source.root}: {exc.strerror}") from exc
         _write_record(target, new)
-    return _found(target, new)
+    return source.worktree, _found(target, new)
 
 
 def recover(
