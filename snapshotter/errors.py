@@ -21,6 +21,19 @@ class NotAWorktree(SnapshotterError):
         self.path = path
 
 
+class WorktreeGone(SnapshotterError):
+    """The directory lost its ``.git``, but a store of it still holds its files (issue 21.5)."""
+
+    def __init__(self, path: str, checkpoints: int) -> None:
+        super().__init__(
+            f"{path} is no longer a git worktree (its .git is gone), but snapshotter's store "
+            f"still has its files as last captured ({checkpoints} checkpoint(s) recorded): "
+            f"run `snapshotter -C {_quote(path)} recover` to write them back "
+            "(--dry-run to see which)"
+        )
+        self.path = path
+
+
 class StoreError(SnapshotterError):
     """The shadow store could not be read or written."""
 
@@ -123,6 +136,22 @@ class NothingToDo(SnapshotterError):
     exit_code = 3
 
 
+class WorktreeMoved(NothingToDo):
+    """No store here, but the store of a worktree that no longer exists (a rename?)."""
+
+    def __init__(self, path: str, old: list[tuple[str, int]]) -> None:
+        shown = "; ".join(f"{p} ({n} checkpoint(s))" for p, n in old[:3])
+        more = f" and {len(old) - 3} more" if len(old) > 3 else ""
+        super().__init__(
+            f"no snapshots recorded for {path} yet, but the store of a worktree that no longer "
+            f"exists holds history: {shown}{more}. If this worktree was moved from there, "
+            f"run `snapshotter -C {_quote(path)} adopt {_quote(old[0][0])}` "
+            "to attach that history here"
+        )
+        self.path = path
+        self.old = old
+
+
 class Conflict(SnapshotterError):
     """Files changed after the checkpoint; restoring would clobber them.
 
@@ -146,3 +175,10 @@ class Conflict(SnapshotterError):
             f"changed since the checkpoint: {shown}{more} (use --force to overwrite; "
             "redo brings them back)"
         )
+
+
+def _quote(path: str) -> str:
+    """A path as a shell word, for commands an error tells the user to run."""
+    import shlex
+
+    return shlex.quote(path)

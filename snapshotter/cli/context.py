@@ -35,11 +35,11 @@ class Ctx:
     def engine(self, directory: str, *, create: bool = True, max_size: str | None = None) -> Engine:
         """The worktree's engine; without ``create``, NothingToDo when it has no store."""
         from snapshotter.config import DEFAULT_MAX_NEW_FILE_SIZE, parse_size
-        from snapshotter.engine import Engine, open_existing
+        from snapshotter.engine import Engine
 
         limit = parse_size(max_size) if max_size else DEFAULT_MAX_NEW_FILE_SIZE
         if not create:
-            engine = open_existing(directory, data_dir_path=self.data_dir, max_new_file_size=limit)
+            engine = self._existing(directory, limit)
         else:
             opened = Engine.open(directory, data_dir_path=self.data_dir, max_new_file_size=limit)
             assert opened is not None  # create=True always opens one
@@ -49,6 +49,29 @@ class Ctx:
 
             output.error(engine.recovered)
         return engine
+
+    def _existing(self, directory: str, limit: int) -> Engine:
+        """``open_existing``; where it finds nothing, the history of this directory
+        that is still on disk, and the command that gets it back (issue 21.5)."""
+        from snapshotter.engine import open_existing
+        from snapshotter.errors import NotAWorktree, NothingToDo, WorktreeGone, WorktreeMoved
+        from snapshotter.git.worktree import find_worktree
+        from snapshotter.history import moved
+
+        try:
+            return open_existing(directory, data_dir_path=self.data_dir, max_new_file_size=limit)
+        except NotAWorktree:
+            found = moved.store_of_path(self.data_dir, directory)
+            if found is None:
+                raise
+            raise WorktreeGone(str(found.worktree), found.checkpoints) from None
+        except NothingToDo:
+            here = find_worktree(directory).root
+            gone = moved.stores_of_missing_worktrees(self.data_dir, here)
+            if not gone:
+                raise
+            old = [(str(f.worktree), f.checkpoints) for f in gone]
+            raise WorktreeMoved(str(here), old) from None
 
     def session(self, engine: Engine, explicit: str | None) -> str:
         """The session a command acts on; a turn it left open (Esc) is closed first."""

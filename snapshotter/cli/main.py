@@ -12,7 +12,7 @@ from typing import NoReturn
 
 import click
 
-from snapshotter.cli import maintenance, recording, restoring, review, setup
+from snapshotter.cli import maintenance, moved, recording, restoring, review, setup
 from snapshotter.cli.context import Ctx
 
 
@@ -56,6 +56,8 @@ for command in (
     restoring.reset,
     recording.checkpoint_cmd,
     restoring.restore_cmd,
+    moved.recover,
+    moved.adopt,
     maintenance.gc,
     setup.init,
     setup.demo,

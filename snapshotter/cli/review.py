@@ -29,7 +29,7 @@ def list_(
 ) -> None:
     """List checkpoints, newest session by default; tools indented under turns."""
     from snapshotter.cli import output
-    from snapshotter.errors import NothingToDo
+    from snapshotter.errors import NothingToDo, WorktreeMoved
     from snapshotter.history.undo import list_checkpoints
 
     if all_sessions and session_id:
@@ -38,8 +38,10 @@ def list_(
         engine = c.engine(directory, create=False)
         session = None if all_sessions else c.session(engine, session_id)
         everyone = list_checkpoints(engine.store, None)
-    except NothingToDo:
+    except NothingToDo as exc:
         everyone, session = [], None
+        if isinstance(exc, WorktreeMoved):
+            output.error(str(exc))  # stdout keeps the (empty) list; the way back on stderr
     cps = [cp for cp in everyone if session is None or cp.session_id == session]
     if as_json:
         output.emit_json([cp.model_dump(mode="json") for cp in cps])

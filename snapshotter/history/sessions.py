@@ -25,6 +25,11 @@ def kept_dir(data_dir: Path, session_id: str) -> str | None:
     return kept if kept is not None and os.path.isdir(kept) else None
 
 
+def recorded_dir(data_dir: Path, session_id: str) -> str | None:
+    """The directory the session's first event recorded, whether or not it still exists."""
+    return _read(_record_path(data_dir, session_id), session_id)
+
+
 def first_dir(event_cwd: str, project_dir: str | None) -> str:
     """Where a session with no record works: the runtime's project, else the event's cwd."""
     if project_dir and os.path.isdir(project_dir):
@@ -56,6 +61,19 @@ def claim(data_dir: Path, session_id: str, directory: str) -> str:
     except OSError:
         return directory  # no record (read-only data dir): today's rule still holds
     return directory
+
+
+def first_stop(data_dir: Path, session_id: str) -> bool:
+    """Whether this is the first time the session's capture stopped (its worktree is
+    gone); remembered beside its record, so a hook says so once, not on every event."""
+    marker = _record_path(data_dir, session_id).with_suffix(".stopped")
+    try:
+        os.close(os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        return False
+    except OSError:
+        return True  # no marker possible (read-only data dir): say it again rather than never
+    return True
 
 
 def forget_older_than(data_dir: Path, max_age_s: float, now: float) -> int:

@@ -105,12 +105,29 @@ class SnapshotBuiltin:
                         max_files=max_files,
                     )
         except NotAWorktree:
+            # A session that was recording (it has a directory) says once why it stopped.
+            recorded = kept or session_scope.recorded_dir(self.data_dir, session)
+            if recorded is not None and session_scope.first_stop(self.data_dir, session):
+                _say_stopped(self.data_dir, hook_input.event, session, recorded)
             return None  # outside a git worktree every event is a no-op
         if engine.recovered is not None:  # a hook prints nothing: the line goes to hook.log
             log_failure(self.data_dir, f"snapshotter hook: {engine.recovered}")
         self.last_session[engine.root] = session
         recorder = Recorder(engine, hook_input.session_id)
         return _dispatch(recorder, hook_input, options)
+
+
+def _say_stopped(data_dir: Path, event: str, session: str, directory: str) -> None:
+    """One hook.log line when a session's worktree lost its ``.git`` (issue 21.5): a session
+    that began outside git stays a silent no-op (SPEC §3), this one was recording."""
+    import shlex
+
+    log_failure(
+        data_dir,
+        f"{event}: session {session}: capture stopped: {directory} is no longer a git "
+        "worktree (its .git is gone); the store still has its files as last captured: "
+        f"`snapshotter -C {shlex.quote(directory)} recover` writes them back",
+    )
 
 
 def worktree_paths(root: Path, paths: list[str]) -> list[str]:
