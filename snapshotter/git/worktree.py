@@ -442,11 +442,20 @@ def global_rules(tree: Worktree) -> IgnoreRules:
 def top_context(
     tree: Worktree, global_: IgnoreRules, index_cache: Path | None = None
 ) -> RepoContext:
-    excludes = read_lines(tree.common_dir / "info" / "exclude")
-    own = IgnoreRules.for_repository(excludes, None, global_.icase)
-    rules = IgnoreRules(own.sources + global_.sources, global_.icase)
     tracked = TrackedIndex.read(tree.git_dir / "index", index_cache)
-    return RepoContext("", rules, tracked, tree.git_dir)
+    return RepoContext("", _with_exclude(tree.common_dir, global_), tracked, tree.git_dir)
+
+
+def repository_rules(tree: Worktree) -> IgnoreRules:
+    """The top repository's rules above any ``.gitignore``: info/exclude, core.excludesFile."""
+    return _with_exclude(tree.common_dir, global_rules(tree))
+
+
+def _with_exclude(common_dir: Path, global_: IgnoreRules) -> IgnoreRules:
+    """``$GIT_DIR/info/exclude`` in front of ``global_`` (it is more specific)."""
+    excludes = read_lines(common_dir / "info" / "exclude")
+    own = IgnoreRules.for_repository(excludes, None, global_.icase)
+    return IgnoreRules(own.sources + global_.sources, global_.icase)
 
 
 def nested_context(dir_abs: Path, prefix: str) -> RepoContext:
@@ -455,15 +464,24 @@ def nested_context(dir_abs: Path, prefix: str) -> RepoContext:
     Its own config decides its ``core.excludesFile`` and ``core.ignorecase``.
     """
     git_dir = _nested_git_dir(dir_abs / ".git")
+    rules = _nested_rules(dir_abs, git_dir)
+    if git_dir is None:
+        return RepoContext(prefix, rules, TrackedIndex())
+    return RepoContext(prefix, rules, TrackedIndex.read(git_dir / "index"), git_dir)
+
+
+def nested_rules(dir_abs: Path) -> IgnoreRules:
+    """A nested repository's rules above any ``.gitignore`` (its ``.git`` is in ``dir_abs``)."""
+    return _nested_rules(dir_abs, _nested_git_dir(dir_abs / ".git"))
+
+
+def _nested_rules(dir_abs: Path, git_dir: Path | None) -> IgnoreRules:
     common_dir = None if git_dir is None else _common_dir(git_dir)
     global_excludes, icase = _ignore_settings(common_dir, dir_abs)
-    if git_dir is None or common_dir is None:
-        return RepoContext(
-            prefix, IgnoreRules.for_repository(None, global_excludes, icase), TrackedIndex()
-        )
+    if common_dir is None:
+        return IgnoreRules.for_repository(None, global_excludes, icase)
     excludes = read_lines(common_dir / "info" / "exclude")
-    rules = IgnoreRules.for_repository(excludes, global_excludes, icase)
-    return RepoContext(prefix, rules, TrackedIndex.read(git_dir / "index"), git_dir)
+    return IgnoreRules.for_repository(excludes, global_excludes, icase)
 
 
 def _nested_git_dir(dot_git: Path) -> Path | None:

@@ -29,7 +29,8 @@ from snapshotter.history.records import (
 )
 from snapshotter.store.changes import statuses
 from snapshotter.store.restore import check_path
-from snapshotter.store.shadow import RACY_WINDOW_NS, Capture, Store
+from snapshotter.store.shadow import Capture, Store
+from snapshotter.store.tree_rules import TreeRules
 from snapshotter.store.walk import Skip
 from snapshotter.store.workspace import Workspace
 
@@ -304,7 +305,9 @@ class Recorder:
             self.engine.store, start.tree, capture.tree, lambda p: in_scope(p) or p in outside
         )
         files = [Change(path, status) for path, status in found]
-        files, start, capture = settle(self.engine.store, start, capture, files)  # #12.1, #13.6
+        files, start, capture = settle(
+            self.engine.store, start, capture, files, self.engine.max_new_file_size
+        )  # #12.1, #13.6, #21.2
         owners = _named_owners(state, start)
         files = [f for f in files if self._ours(state, kind, start, capture, owners, f.path)]
         skipped = [s for s in start.new_skips(capture) if self.engine.in_scope(s.path)]
@@ -435,36 +438,35 @@ LEFT_CAPTURE = "no longer captured: an ignore rule or the size limit leaves it o
 
 
 def settle(
-    store: Store, start: Mark, capture: Capture, files: list[Change]
+    store: Store, start: Mark, capture: Capture, files: list[Change], limit: int
 ) -> tuple[list[Change], Mark, Capture]:
     """The span's real changes: a file that was only re-classified is no change.
 
     - ``deleted`` but still on disk: it left the capture because a rule changed
       (#12.1). Reported as a skip, and the span's start is taken without it, so
       undo never removes it.
-    - ``added`` but on disk, unchanged, since before the span began (ctime and
-      mtime older than the start capture): an ignore rule or ``git add`` made
-      it visible, the span did not write it (#13.6). The start gets it too, so
-      undo never deletes it.
+    - ``added`` where the rules in force when the span began would not have
+      captured it (``made_visible``): it may have been there all along, until
+      an ignore rule or ``git add`` made it visible (#13.6). The start gets it
+      too, so undo never deletes it. Any other added file was not there: the
+      span added it, even with older times (#21.2: a renamed directory keeps
+      its files' times).
     Returns the files left, the start (its tree edited) and the capture (its
     skips extended).
     """
     root = store.worktree.root
     edits: dict[str, tuple[int, bytes] | None] = {}
     skipped = dict(capture.skipped)
+    rules = TreeRules(store, start.tree)
     for f in files:
-        st = _lstat_within(root, f.path)
-        if st is None or stat.S_ISDIR(st.st_mode):
-            continue
-        if f.status == "deleted":
-            edits[f.path] = None
-            skipped.setdefault(f.path, Skip(f.path, LEFT_CAPTURE, st.st_size, st.st_mtime_ns))
-        elif (
-            f.status == "added"
-            and start.at
-            and max(st.st_ctime_ns, st.st_mtime_ns) < (start.at - RACY_WINDOW_NS)
-        ):
-            edits[f.path] = store.entry(capture.tree, f.path)
+        if f.status == "added":
+            if made_visible(rules, start, f.path, limit):
+                edits[f.path] = store.entry(capture.tree, f.path)
+        elif f.status == "deleted":
+            st = _lstat_within(root, f.path)
+            if st is not None and not stat.S_ISDIR(st.st_mode):
+                edits[f.path] = None
+                skipped.setdefault(f.path, Skip(f.path, LEFT_CAPTURE, st.st_size, st.st_mtime_ns))
     if not edits:
         return files, start, capture
     tree = store.edit_tree(start.tree, edits)
@@ -473,6 +475,29 @@ def settle(
         replace(start, tree=tree),
         Capture(capture.tree, skipped, capture.started),
     )
+
+
+def made_visible(rules: TreeRules, start: Mark, rel: str, limit: int) -> bool:
+    """Would the capture that began the span have left ``rel`` out, were it there?
+
+    ``rel`` is not in the start tree. Left out: ignored by the start tree's
+    ``.gitignore`` files and the excludes, or skipped then (too large,
+    unreadable; itself or a directory above it), or over the size limit when
+    the start's skips are unknown (a start that was no capture: ``at`` 0).
+    """
+    if any(p in start.skips for p in _self_and_parents(rel)):
+        return True
+    if rules.ignores(rel):
+        return True
+    if start.at:
+        return False  # not ignored, not skipped: the start capture would hold it
+    st = _lstat_within(rules.store.worktree.root, rel)
+    return st is not None and stat.S_ISREG(st.st_mode) and st.st_size > limit
+
+
+def _self_and_parents(rel: str) -> list[str]:
+    parts = rel.split("/")
+    return ["/".join(parts[:n]) for n in range(len(parts), 0, -1)]
 
 
 def _lstat_within(root: Path, rel: str) -> os.stat_result | None:
