@@ -389,7 +389,8 @@ def _newest_mark(state: State, store: Store) -> Mark | None:
     newest = max(marks, key=lambda m: m.at, default=None)
     captured = store.last_capture()
     if captured is not None and (newest is None or captured[1] > newest.at):
-        return Mark(tree=captured[0], next_id=state.next_id, at=captured[1])
+        # Its skips are not known: ``at`` 0 says so (``made_visible`` then asks the size).
+        return Mark(tree=captured[0], next_id=state.next_id)
     return newest
 
 
