@@ -24,7 +24,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -87,6 +87,29 @@ REPO_FILES: dict[str, str | bytes] = {
     "src/app.py": "print('hi')\n",
     "src/util.py": "X = 1\n",
 }
+
+
+@contextlib.contextmanager
+def small_tmpfs(where: Path, options: str) -> Iterator[Path]:
+    """A tmpfs mounted at ``where`` (``options``: ``size=4m``...), unmounted after;
+    the test is skipped, saying why, where it cannot be mounted (not root)."""
+    if os.geteuid() != 0:
+        print("\n[tmpfs] skipped: mounting a small tmpfs needs root")
+        pytest.skip("mounting a small tmpfs needs root")
+    where.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        print(f"\n[tmpfs] skipped: cannot mount a tmpfs here: {done.stderr.strip()}")
+        pytest.skip(f"cannot mount a tmpfs: {done.stderr.strip()}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)
 
 
 # -- hook events, in the shapes the runtimes send --------------------------------------------

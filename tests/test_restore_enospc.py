@@ -11,12 +11,11 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from builders import event, make_repo, run_cli, run_hook, write
+from builders import event, make_repo, run_cli, run_hook, small_tmpfs, write
 
 
 def hook(data: Path, root: Path, name: str) -> None:
@@ -37,24 +36,8 @@ def files(root: Path) -> dict[str, bytes]:
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    if os.geteuid() != 0:
-        print("\n[enospc] skipped: mounting a small tmpfs needs root")
-        pytest.skip("mounting a small tmpfs needs root")
-    mount = tmp_path / "small"
-    mount.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=4m,mode=0700", "tmpfs", str(mount)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        print(f"\n[enospc] skipped: cannot mount a tmpfs here: {done.stderr.strip()}")
-        pytest.skip(f"cannot mount a tmpfs: {done.stderr.strip()}")
-    try:
+    with small_tmpfs(tmp_path / "small", "size=4m,mode=0700") as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def fill(disk: Path) -> Path:

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from builders import argv, event, hook_ok, listed, make_repo, run_cli, write
+from builders import argv, event, hook_ok, listed, make_repo, run_cli, small_tmpfs, write
 
 # ``snapshotter`` (cli.main) with renames into the worktree ($RF_ROOT) wrapped.
 # RF_FAIL="ERRNO:FROM[:UNTIL]": the renames numbered FROM..UNTIL (1-based) fail
@@ -108,22 +108,8 @@ def one_line(done: subprocess.CompletedProcess[str]) -> str:
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root")
-    mount = tmp_path / "small"
-    mount.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-    try:
+    with small_tmpfs(tmp_path / "small", "size=8m") as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def fill_but(disk: Path, spare: int) -> Path:

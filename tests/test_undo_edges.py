@@ -58,10 +58,6 @@ def edit(root: Path, cwd: Path, rel: str, text: str, n: int) -> None:
     hook_ok(claude_event("PostToolUse", S, cwd, tool_use_id=f"toolu_{n}", tool_response={}, **tool))
 
 
-def by_id(cps: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
-    return {cp["id"]: cp for cp in cps}
-
-
 # -- 1. a turn that ends where it began ---------------------------------------------------------
 
 
