@@ -1,0 +1,301 @@
+"""A fake Anthropic Messages API that scripts tool calls, and a driver that runs ``claude`` on it.
+
+Only for the opt-in real-client tests (``pytest -m realclient``): the real
+Claude Code CLI talks to this server over loopback, in a network namespace of
+its own (``unshare -n``), so nothing leaves the machine.
+
+The script maps a *key* (a word that appears in the user's prompt) to the
+answers for that prompt, in order: a Bash command (a ``tool_use`` block), or
+text, which ends the turn. Which answer a request gets is read from the
+request itself (how many assistant messages follow the prompt that holds the
+key), so a retried request gets the same answer again. Requests that carry no
+key (a title, a quota probe, a summary) get a short text answer.
+
+Run as a script (``python fake_anthropic.py SPEC.json``) it is the driver: it
+starts the server on 127.0.0.1 on a random port, runs each ``claude`` command
+of the spec against it in turn, optionally interrupts one (a signal, once a
+file it names is gone), and logs every request to the spec's ``requests`` file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+# key -> the answers to that prompt, in order: {"bash": CMD} or {"text": TEXT}.
+Script = dict[str, list[dict[str, str]]]
+
+MODEL = "claude-sonnet-4-5"
+
+
+def _texts(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    return "\n".join(
+        str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text"
+    )
+
+
+def next_answer(script: Script, body: dict[str, Any]) -> tuple[str, int, dict[str, str]] | None:
+    """(key, step, answer) for a scripted prompt; None for a request the script does not know."""
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not body.get("tools"):
+        return None  # the agent's requests always offer tools; side requests do not
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if not isinstance(message, dict) or message.get("role") != "user":
+            continue
+        text = _texts(message)
+        key = next((k for k in script if f"[{k}]" in text), None)
+        if key is None:
+            continue
+        step = sum(
+            1 for m in messages[index + 1 :] if isinstance(m, dict) and m.get("role") == "assistant"
+        )
+        answers = script[key]
+        return key, step, answers[step] if step < len(answers) else {"text": "Done."}
+    return None
+
+
+def content_block(key: str, step: int, answer: dict[str, str]) -> dict[str, Any]:
+    if "bash" in answer:
+        return {
+            "type": "tool_use",
+            "id": f"toolu_{key}_{step:02d}",
+            "name": "Bash",
+            "input": {"command": answer["bash"], "description": f"step {step} of {key}"},
+        }
+    return {"type": "text", "text": answer["text"]}
+
+
+def message(block: dict[str, Any], model: str) -> dict[str, Any]:
+    return {
+        "id": f"msg_{time.monotonic_ns()}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [block],
+        "stop_reason": "tool_use" if block["type"] == "tool_use" else "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 10, "output_tokens": 5},
+    }
+
+
+def sse_events(full: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The streaming events of one message with one content block."""
+    (block,) = full["content"]
+    start = {**full, "content": [], "stop_reason": None}
+    yield "message_start", {"type": "message_start", "message": start}
+    if block["type"] == "tool_use":
+        empty = {**block, "input": {}}
+        delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+    else:
+        empty = {"type": "text", "text": ""}
+        delta = {"type": "text_delta", "text": block["text"]}
+    yield "content_block_start", {"type": "content_block_start", "index": 0, "content_block": empty}
+    yield "content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}
+    yield "content_block_stop", {"type": "content_block_stop", "index": 0}
+    yield (
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": full["stop_reason"], "stop_sequence": None},
+            "usage": {"output_tokens": 5},
+        },
+    )
+    yield "message_stop", {"type": "message_stop"}
+
+
+class FakeAnthropic(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, script: Script, log: Path | None = None) -> None:
+        super().__init__(("127.0.0.1", 0), Handler)
+        self.script = script
+        self.log = log
+        self.lock = threading.Lock()
+        self.served: list[tuple[str, int]] = []  # (key, step) of each scripted answer
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def record(self, entry: dict[str, Any]) -> None:
+        if self.log is None:
+            return
+        with self.lock, self.log.open("a") as f:
+            f.write(json.dumps(entry) + "\n")
+
+
+class Handler(BaseHTTPRequestHandler):
+    server: FakeAnthropic
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        pass
+
+    def _json(self, status: int, data: Any) -> None:
+        raw = json.dumps(data).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+    def do_HEAD(self) -> None:
+        self.send_response(200)
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+    def do_GET(self) -> None:
+        self.server.record({"method": "GET", "path": self.path})
+        if self.path.startswith("/v1/models"):
+            self._json(200, {"data": [{"type": "model", "id": MODEL}], "has_more": False})
+        else:
+            self._json(200, {})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw) if raw else {}
+        except ValueError:
+            body = {}
+        path = self.path.split("?")[0]
+        if path.endswith("/count_tokens"):
+            self.server.record({"method": "POST", "path": path})
+            self._json(200, {"input_tokens": 100})
+            return
+        if not path.endswith("/v1/messages"):
+            self.server.record({"method": "POST", "path": path})
+            self._json(200, {})
+            return
+        self._messages(body if isinstance(body, dict) else {})
+
+    def _messages(self, body: dict[str, Any]) -> None:
+        found = next_answer(self.server.script, body)
+        if found is None:
+            block: dict[str, Any] = {"type": "text", "text": "OK"}
+            tag = None
+        else:
+            key, step, answer = found
+            block = content_block(key, step, answer)
+            tag = [key, step]
+            with self.server.lock:
+                self.server.served.append((key, step))
+        self.server.record(
+            {
+                "method": "POST",
+                "path": "/v1/messages",
+                "stream": bool(body.get("stream")),
+                "max_tokens": body.get("max_tokens"),
+                "tools": len(body.get("tools") or []),
+                "scripted": tag,
+                "answer": block,
+            }
+        )
+        full = message(block, str(body.get("model") or MODEL))
+        if not body.get("stream"):
+            self._json(200, full)
+            return
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("connection", "close")
+        self.end_headers()
+        for name, data in sse_events(full):
+            self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+            self.wfile.flush()
+        self.close_connection = True
+
+
+# -- the driver: runs inside `unshare -n`, with only loopback -----------------------
+
+
+def interrupt_when_gone(proc: subprocess.Popen[bytes], spec: dict[str, Any]) -> str:
+    """Send the spec's signal to ``proc`` once ``gone`` no longer exists (and a pause)."""
+    gone = Path(spec["gone"])
+    deadline = time.monotonic() + float(spec.get("within", 60))
+    while gone.exists():
+        if proc.poll() is not None:
+            return f"claude exited ({proc.returncode}) before {gone.name} was removed"
+        if time.monotonic() > deadline:
+            return f"{gone.name} was not removed in time"
+        time.sleep(0.05)
+    time.sleep(float(spec.get("after", 1.0)))
+    proc.send_signal(getattr(signal, spec.get("signal", "SIGINT")))
+    return f"sent {spec.get('signal', 'SIGINT')}"
+
+
+def hooks_running() -> list[int]:
+    """``snapshotter hook`` processes still running (in this PID namespace's /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"snapshotter" in argv and b"hook" in argv:
+            found.append(int(entry.name))
+    return found
+
+
+def wait_for_hooks(within: float) -> float:
+    """Wait until the hooks the client started are done: it may exit without waiting for
+    SessionEnd's, and every process here is killed when the driver, PID 1, exits."""
+    started = time.monotonic()
+    while hooks_running() and time.monotonic() - started < within:
+        time.sleep(0.05)
+    return round(time.monotonic() - started, 2)
+
+
+def run_one(run: dict[str, Any], server: FakeAnthropic, out: Path) -> dict[str, Any]:
+    env = {**os.environ, **run.get("env", {}), "ANTHROPIC_BASE_URL": server.url}
+    started = time.monotonic()
+    with (
+        (out.with_suffix(".stdout")).open("ab") as so,
+        (out.with_suffix(".stderr")).open("ab") as se,
+    ):
+        proc = subprocess.Popen(
+            run["argv"], cwd=run["cwd"], env=env, stdin=subprocess.DEVNULL, stdout=so, stderr=se
+        )
+        note = interrupt_when_gone(proc, run["interrupt"]) if "interrupt" in run else None
+        try:
+            code = proc.wait(timeout=float(run.get("timeout", 120)))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            code = proc.wait()
+            note = (note or "") + "; killed after the timeout"
+    seconds = round(time.monotonic() - started, 2)
+    waited = wait_for_hooks(float(run.get("hooks_within", 20)))
+    return {"returncode": code, "seconds": seconds, "hooks_after_exit": waited, "note": note}
+
+
+def main(spec_path: str) -> int:
+    spec = json.loads(Path(spec_path).read_text())
+    out = Path(spec["out"])
+    server = FakeAnthropic(spec["script"], Path(spec["requests"]))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    results = [run_one(run, server, out) for run in spec["runs"]]
+    server.shutdown()
+    summary = {"runs": results, "served": server.served}
+    out.write_text(json.dumps(summary, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
