@@ -883,7 +883,7 @@ def test_session_end_runs_a_bounded_gc(
     assert calls == [], "no gc before session_end"
 
     last = builtin.handle(hook(root, "s", "session_end"), [])
-    assert last is not None and last.label == "session_end", "session_end closes the open turn"
+    assert last is not None and last.label == "interrupted", "session_end closes the open turn"
     steps.append(Step("s", last.id, before, disk_state(root)))
     assert len(calls) == 1, f"session_end runs gc once: {calls}"
     budget = calls[0]["budget_s"]
@@ -940,7 +940,7 @@ def test_session_end_never_fails_when_gc_fails(
     assert builtin(hook(root, "s", "session_end"), []) is None, "the event returns normally"
     engine = open_engine(root, data_dir)
     cps = load(engine.store).checkpoints
-    assert [cp.label for cp in cps] == ["session_end"], "the open turn was recorded before gc"
+    assert [cp.label for cp in cps] == ["interrupted"], "the open turn was recorded before gc"
     assert log_path(data_dir).exists(), "the gc failure is logged"
     history.undo_last(engine, "s")
     assert (root / "src/m0/f0.txt").read_text() == "original 0\n", "undo works after it"

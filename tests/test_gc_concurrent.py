@@ -75,7 +75,7 @@ def test_gc_session_end_starts_gc_detached_and_never_runs_it_itself(
     builtin.handle(event("turn_start"), [])
     write(root, "a.txt", "changed\n")
     cp = builtin.handle(event("session_end"), ["max_checkpoints=3"])
-    assert cp is not None and cp.label == "session_end", "the open turn is recorded first"
+    assert cp is not None and cp.label == "interrupted", "the open turn is recorded first"
     assert in_process == [], "session_end must not run gc within the hook's time"
     assert len(started) == 1, f"one detached gc process started: {started}"
     spawn = started[0]

@@ -253,5 +253,5 @@ def test_session_end_closes_a_turn_the_runtime_never_ended(tmp_path: Path) -> No
         ],
     )
     assert [(cp.kind, cp.label, [f.path for f in cp.files]) for cp in cps] == [
-        ("turn", "session_end", ["README.md"])
-    ], f"an open turn's change must be recorded at session_end: {cps}"
+        ("turn", "interrupted", ["README.md"])
+    ], f"an open turn's change must be recorded at session_end, as interrupted: {cps}"

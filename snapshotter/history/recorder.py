@@ -156,10 +156,14 @@ class Recorder:
             return cp
 
     def session_end(self) -> Record | None:
-        """Close a turn the runtime never ended, so its changes are not lost."""
+        """Close a turn the runtime never ended, so its changes are not lost.
+
+        It was interrupted (Claude Code sends ``SessionEnd`` and no ``Stop`` when
+        Ctrl-C ends a turn), and is labelled so, as the next prompt would.
+        """
         with editing(self.engine.store) as state:
             sess = state.session(self.session_id)
-            cp = self._end_turn(state, "session_end") if sess.turn is not None else None
+            cp = self._end_turn(state, "interrupted") if sess.turn is not None else None
             sess.tools = []
             return cp
 
