@@ -43,9 +43,23 @@ class Recorder:
         self.session_id = session_id
 
     def session_start(self) -> Record | None:
+        """A baseline; a turn left open by an earlier run of the session is closed.
+
+        A turn opened moments ago, in which nothing changed yet, is joined
+        instead: some runtimes (Copilot CLI) start a prompt's hooks without
+        waiting for ``sessionStart``'s, so it may arrive after the prompt.
+        """
         with editing(self.engine.store) as state:
-            closed = self._close_interrupted(state)
-            self._capture(state)
+            sess = state.session(self.session_id)
+            captured = self._capture_pair(state)
+            turn = sess.turn
+            if turn is not None and not sess.turn_tools and captured[0].tree == turn.tree:
+                sess.last = captured[1]
+                return None  # nothing changed since the turn began: it goes on
+            closed = None
+            if sess.turn is not None:
+                closed = self._end_turn(state, "interrupted", captured)
+            sess.last = captured[1]
             return closed
 
     def turn_start(self, prompt: str = "") -> Record | None:
@@ -213,12 +227,15 @@ class Recorder:
             return None
         return self._end_turn(state, "interrupted")
 
-    def _end_turn(self, state: State, reason: str) -> Record | None:
+    def _end_turn(
+        self, state: State, reason: str, captured: tuple[Capture, Mark] | None = None
+    ) -> Record | None:
         """Record the turn; one whose tools recorded checkpoints is recorded even when
-        it ends where it began (#21.1), so its tools stay under it and undo skips it."""
+        it ends where it began (#21.1), so its tools stay under it and undo skips it.
+        ``captured``: the worktree now, when the caller has just captured it."""
         sess = state.session(self.session_id)
         start = sess.turn or sess.last
-        capture, mark = self._capture_pair(state)
+        capture, mark = captured or self._capture_pair(state)
         tools = [c for c in map(state.by_id, sess.turn_tools) if c is not None]
         cp = None
         if start is not None:
