@@ -7,6 +7,7 @@ the data directory's hook.log) and swallowed.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
@@ -108,14 +109,66 @@ def _handle(raw: bytes, data_dir: Path, args: list[str]) -> None:
         raise BadInput(f"hook input is not JSON: {exc}") from exc
     if not isinstance(data, dict):
         raise BadInput("hook input must be a JSON object")
+    from snapshotter.hooks.dialects import normalize
     from snapshotter.hooks.events import SNAPSHOT_EVENTS, plain_event
 
+    sent = data
+    data = normalize(data, _dialect_args(args))  # any runtime's names as ours
     hook_input = plain_event(data) or _validated(data)  # pydantic only for odd input
     if hook_input.event not in SNAPSHOT_EVENTS:
+        _unknown(data_dir, hook_input.event, sent)
         return  # before the builtin's imports: an event we ignore costs no more
     from snapshotter.hooks.builtin import SnapshotBuiltin
 
     SnapshotBuiltin(data_dir_path=data_dir).record(hook_input, args)
+
+
+def _dialect_args(args: list[str]) -> dict[str, str]:
+    """``--arg dialect=NAME`` and ``--arg event=NAME`` (``init`` writes them where a
+    runtime's payload does not say which runtime or event it is)."""
+    found = {}
+    for arg in args:
+        key, sep, value = arg.partition("=")
+        if sep and key.strip() in ("dialect", "event"):
+            found[key.strip()] = value.strip()
+    return found
+
+
+UNKNOWN_EVERY_S = 3600.0
+
+
+def _unknown(data_dir: Path, event: str, data: dict[str, object]) -> None:
+    """One ``hook.log`` line an hour per event shape snapshotter does not know
+    (issue 22.4c): a runtime whose events are all unknown records nothing, silently."""
+    from snapshotter.hooks.dialects import known_ignored
+
+    if event in known_ignored():
+        return
+    import json
+    import time
+
+    from snapshotter.config import stores_dir
+    from snapshotter.fileio import write_atomic
+    from snapshotter.store.logfile import append
+
+    shape = event or "no hook_event_name, fields " + ", ".join(sorted(map(str, data))[:12])
+    seen_file = stores_dir(data_dir) / "hook-unknown.json"  # shape → when last said
+    try:
+        seen = json.loads(seen_file.read_bytes())
+    except (OSError, ValueError):
+        seen = {}
+    if not isinstance(seen, dict):
+        seen = {}
+    now = time.time()
+    last = seen.get(shape)
+    if isinstance(last, (int, float)) and now - last < UNKNOWN_EVERY_S:
+        return
+    seen = {k: v for k, v in seen.items() if isinstance(v, (int, float)) and now - v < 86400}
+    seen[shape] = now
+    what = f"event {event!r}" if event else f"an event with {shape}"
+    append(data_dir, f"snapshotter hook: ignored {what}: not an event snapshotter knows")
+    with contextlib.suppress(OSError):  # a read-only data dir: said every time, not never
+        write_atomic(seen_file, json.dumps(seen).encode())  # (beside hook.log, made above)
 
 
 def _validated(data: dict[str, object]) -> HookInput:

@@ -1,7 +1,8 @@
 """Hook events, compatible with docker-agent's ``Input``/``Output`` JSON.
 
-Claude Code's input (PascalCase event names) is accepted and mapped to the
-docker-agent events the snapshot builtin handles (SPEC §6).
+Other runtimes' input (Claude Code's PascalCase event names, Codex's, Gemini
+CLI's...) is accepted and mapped to the docker-agent events the snapshot
+builtin handles (SPEC §6); each runtime's names live in ``hooks.dialects``.
 
 The wire models (``HookInput``, ``HookOutput``) are pydantic and live in
 ``hooks.wire``. ``snapshotter hook`` reads its event with ``plain_event``:
@@ -13,6 +14,8 @@ event pays no pydantic import (issue 16.4).
 from __future__ import annotations
 
 import os
+
+from snapshotter.hooks.dialects.codex import PATCH_BEGIN, patch_paths
 
 TYPE_CHECKING = False  # typing costs the hook process milliseconds it need not pay
 if TYPE_CHECKING:
@@ -45,16 +48,12 @@ SNAPSHOT_EVENTS = (
 )
 TOOL_EVENTS = (PRE_TOOL_USE, POST_TOOL_USE, PERMISSION_REQUEST)
 
-CLAUDE_EVENTS = {
-    "SessionStart": SESSION_START,
-    "UserPromptSubmit": TURN_START,
-    "Stop": TURN_END,
-    "PreToolUse": PRE_TOOL_USE,
-    "PostToolUse": POST_TOOL_USE,
-    # A failed or interrupted tool (keys ``error``, ``is_interrupt``) ends its span too.
-    "PostToolUseFailure": POST_TOOL_USE,
-    "SessionEnd": SESSION_END,
-}
+
+def our_event_name(name: str) -> str:
+    """Any runtime's event name as ours (``hooks.dialects``): ``Stop`` → ``turn_end``."""
+    from snapshotter.hooks.dialects import event_names
+
+    return event_names().get(name, name)
 
 
 # -- what the snapshot builtin reads of an event --------------------------------------------
@@ -77,13 +76,18 @@ def named_paths_of(tool_input: dict[str, Any] | None, cwd: str) -> list[str]:
     """Absolute paths the tool's input names as the files it writes.
 
     Claude Code's Write/Edit/MultiEdit say ``file_path`` (NotebookEdit
-    ``notebook_path``), docker-agent's file tools ``path`` or ``paths``;
-    relative ones are relative to the event's ``cwd``.
+    ``notebook_path``), docker-agent's file tools ``path`` or ``paths``,
+    Gemini CLI's ``file_path``, Codex's ``apply_patch`` its patch text's file
+    lines (both sides of a move); relative ones are relative to the event's ``cwd``.
     """
     data = tool_input or {}
     named: list[Any] = [data.get(key) for key in PATH_KEYS]
     if isinstance(data.get("paths"), list):
         named.extend(data["paths"])
+    for key in ("command", "input", "patch"):  # Codex's apply_patch: the patch text
+        text = data.get(key)
+        if isinstance(text, str) and text.lstrip().startswith(PATCH_BEGIN):
+            named.extend(patch_paths(text))
     return [
         os.path.normpath(os.path.join(cwd, p))
         for p in named
@@ -173,7 +177,7 @@ def plain_event(data: dict[str, Any]) -> Event | None:
         fields["reason"] = fields["reason"][:MAX_REASON_CHARS]
     event = fields.get("hook_event_name")
     if event:
-        fields["hook_event_name"] = CLAUDE_EVENTS.get(event, event)
+        fields["hook_event_name"] = our_event_name(event)
     return Event(fields)
 
 

@@ -11,11 +11,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from snapshotter.hooks.events import (
-    CLAUDE_EVENTS,
     MAX_ID_CHARS,
     MAX_REASON_CHARS,
     command_of,
     named_paths_of,
+    our_event_name,
     without_lone_surrogates,
 )
 
@@ -83,7 +83,7 @@ class HookInput(BaseModel):
     @field_validator("hook_event_name")
     @classmethod
     def _normalise_event(cls, value: str) -> str:
-        return CLAUDE_EVENTS.get(value, value)
+        return our_event_name(value)
 
     @property
     def event(self) -> str:

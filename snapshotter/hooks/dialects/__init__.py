@@ -1,0 +1,132 @@
+"""Each agent runtime's hook dialect, one module each (issue 22.1).
+
+A dialect says what the runtime calls each lifecycle event (mapped onto
+docker-agent's names, our vocabulary), which of its events snapshotter leaves
+alone on purpose, how its payload's fields map onto ours, and where and how
+``snapshotter init`` wires it. The hook reads events with it and ``init``
+writes configs with it, so the two cannot drift apart.
+
+Kept free of heavy imports: ``snapshotter hook`` loads this on every event.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """One runtime's hooks: its events, its payload's fields, its config."""
+
+    name: str  # what ``snapshotter init NAME`` takes
+    title: str  # the runtime, for people
+    events: dict[str, str]  # its event name → ours; the events ``init`` wires, in order
+    matchers: frozenset[str] = frozenset()  # its events that take a tool matcher
+    ignored: frozenset[str] = frozenset()  # its events snapshotter leaves alone on purpose
+    fields: dict[str, str] = field(default_factory=dict)  # its field name → ours
+    config: str = ""  # the project's config file ``init`` writes, below the worktree
+    global_config: str = ""  # the user's, below the home directory
+    timeout_unit: int = 1  # its config's timeouts: seconds times this (1000: ms)
+    session_end_timeout_s: int = 5  # within the runtime's budget for SessionEnd hooks
+    event_in_command: bool = False  # its payloads name no event: ``--arg event=NAME``
+
+    def our_event(self, name: str) -> str | None:
+        return self.events.get(name)
+
+
+def all_dialects() -> tuple[Dialect, ...]:
+    from snapshotter.hooks.dialects import (
+        claude_code,
+        codex,
+        copilot,
+        cursor,
+        docker_agent,
+        gemini,
+        qwen,
+    )
+
+    return (
+        docker_agent.DIALECT,
+        claude_code.DIALECT,
+        codex.DIALECT,
+        gemini.DIALECT,
+        copilot.DIALECT,
+        cursor.DIALECT,
+        qwen.DIALECT,
+    )
+
+
+def by_name(name: str) -> Dialect | None:
+    return next((d for d in all_dialects() if d.name == name), None)
+
+
+_NAMES: dict[str, str] = {}
+
+
+def event_names() -> dict[str, str]:
+    """Every runtime's event name → ours, for payloads that name their event.
+
+    docker-agent's own names are ours already. Names two runtimes spell alike
+    map alike (Claude Code, Codex and Qwen Code share Claude's); Cursor's
+    camelCase ones are read only from payloads that are Cursor's (see
+    ``normalize``), since docker-agent has a ``stop`` of its own.
+    """
+    if not _NAMES:
+        for dialect in all_dialects():
+            if dialect.name not in ("docker-agent", "cursor"):
+                _NAMES.update(dialect.events)
+    return _NAMES
+
+
+def known_ignored() -> frozenset[str]:
+    """Events some runtime sends that snapshotter leaves alone on purpose."""
+    names: set[str] = set()
+    for dialect in all_dialects():
+        names.update(dialect.ignored)
+    return frozenset(names)
+
+
+def detect(data: dict[str, Any], options: dict[str, str]) -> Dialect | None:
+    """The dialect of a payload: named by the hook's ``--arg dialect=NAME``, else told
+    by its fields; None for the ones that need no translation (event names only)."""
+    named = options.get("dialect")
+    if named:
+        return by_name(named)
+    from snapshotter.hooks.dialects import copilot, cursor
+
+    if "conversation_id" in data and "session_id" not in data:
+        return cursor.DIALECT
+    if "sessionId" in data and "session_id" not in data:
+        return copilot.DIALECT
+    return None
+
+
+def normalize(data: dict[str, Any], options: dict[str, str]) -> dict[str, Any]:
+    """``data`` with our field names and event name, whatever runtime sent it."""
+    dialect = detect(data, options)
+    fields = dict(data)
+    if dialect is not None:
+        for theirs, ours in dialect.fields.items():
+            if theirs in fields and ours not in fields:
+                fields[ours] = fields.pop(theirs)
+        if dialect.name == "cursor" and not fields.get("cwd"):
+            roots = fields.get("workspace_roots")
+            if isinstance(roots, list) and roots and isinstance(roots[0], str):
+                fields["cwd"] = roots[0]
+        if isinstance(fields.get("tool_input"), str):  # Copilot's toolArgs: JSON text
+            import json
+
+            try:
+                parsed = json.loads(fields["tool_input"])
+            except ValueError:
+                parsed = None
+            fields["tool_input"] = parsed if isinstance(parsed, dict) else None
+    event = fields.get("hook_event_name") or options.get("event") or ""
+    if isinstance(event, str) and event:
+        mapping = dialect.events if dialect is not None else event_names()
+        fields["hook_event_name"] = mapping.get(event, event)
+    return fields

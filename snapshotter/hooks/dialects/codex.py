@@ -1,0 +1,43 @@
+"""Codex CLI: Claude-shaped hooks in ``.codex/hooks.json``, timeouts in seconds.
+
+Its file edits are ``apply_patch`` calls whose input is the patch text: the
+paths it writes are on its ``*** Add File:``, ``*** Update File:``,
+``*** Delete File:`` and ``*** Move to:`` lines (``patch_paths``).
+"""
+
+from __future__ import annotations
+
+from snapshotter.hooks.dialects import Dialect
+
+PATCH_BEGIN = "*** Begin Patch"
+_PATH_LINES = ("*** Add File:", "*** Update File:", "*** Delete File:", "*** Move to:")
+
+DIALECT = Dialect(
+    name="codex",
+    title="Codex CLI",
+    events={
+        "SessionStart": "session_start",
+        "UserPromptSubmit": "turn_start",
+        "PreToolUse": "pre_tool_use",
+        "PostToolUse": "post_tool_use",
+        "Stop": "turn_end",
+        "SessionEnd": "session_end",
+    },
+    matchers=frozenset(("PreToolUse", "PostToolUse")),
+    ignored=frozenset(("Interrupt",)),
+    config=".codex/hooks.json",
+    global_config=".codex/hooks.json",
+    session_end_timeout_s=3,  # Codex gives SessionEnd hooks 3 s at most
+)
+
+
+def patch_paths(text: str) -> list[str]:
+    """Every path an ``apply_patch`` text adds, updates, deletes or moves to."""
+    found = []
+    for line in text.splitlines():
+        for prefix in _PATH_LINES:
+            if line.startswith(prefix):
+                path = line[len(prefix) :].strip()
+                if path:
+                    found.append(path)
+    return found

@@ -1,0 +1,34 @@
+"""GitHub Copilot CLI: camelCase events in ``.github/hooks/snapshotter.json``.
+
+Its payloads name no event, so the command ``init`` writes does
+(``--arg event=preToolUse``), and its fields are camelCase (``sessionId``,
+``toolName``, ``toolArgs`` as JSON text). Under Copilot a repository's
+``.claude/settings.json`` hooks run too, Claude-shaped without ``tool_use_id``.
+A preToolUse hook that fails denies the tool: ours always exits 0.
+"""
+
+from __future__ import annotations
+
+from snapshotter.hooks.dialects import Dialect
+
+DIALECT = Dialect(
+    name="copilot",
+    title="GitHub Copilot CLI",
+    events={
+        "sessionStart": "session_start",
+        "userPromptSubmitted": "turn_start",
+        "preToolUse": "pre_tool_use",
+        "postToolUse": "post_tool_use",
+        "agentStop": "turn_end",
+        "sessionEnd": "session_end",
+    },
+    ignored=frozenset(("errorOccurred", "subagentStop")),
+    fields={
+        "sessionId": "session_id",
+        "toolName": "tool_name",
+        "toolArgs": "tool_input",
+        "hookEventName": "hook_event_name",
+    },
+    config=".github/hooks/snapshotter.json",
+    event_in_command=True,
+)
