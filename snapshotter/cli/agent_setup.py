@@ -17,31 +17,10 @@ from typing import Any
 
 from snapshotter.errors import SnapshotterError
 from snapshotter.fileio import write_atomic
+from snapshotter.hooks.dialects import Dialect, claude_code, docker_agent
 
 HOOK_COMMAND = "snapshotter hook"
 TIMEOUT_S = 60  # docker-agent's default; a hook waits at most 50 s for the store lock
-# Claude Code cancels a SessionEnd hook after 1.5 s whatever we ask; ours returns first.
-SESSION_END_TIMEOUT_S = 5
-
-# Claude Code event → matcher (None: the event takes no matcher).
-CLAUDE_EVENTS: dict[str, str | None] = {
-    "SessionStart": None,
-    "UserPromptSubmit": None,
-    "PreToolUse": "*",
-    "PostToolUse": "*",
-    "PostToolUseFailure": "*",
-    "Stop": None,
-    "SessionEnd": None,
-}
-DOCKER_AGENT_EVENTS: dict[str, bool] = {  # event → takes a tool matcher
-    "session_start": False,
-    "user_prompt_submit": False,  # read for the turn's label (what the user asked)
-    "turn_start": False,
-    "pre_tool_use": True,
-    "post_tool_use": True,
-    "turn_end": False,
-    "session_end": False,
-}
 
 
 @dataclass(frozen=True)
@@ -82,45 +61,90 @@ def hook_command() -> str:
     return HOOK_COMMAND
 
 
-def _timeout(event: str) -> int:
-    return SESSION_END_TIMEOUT_S if event.lower().replace("_", "") == "sessionend" else TIMEOUT_S
+def _timeout_s(dialect: Dialect, event: str) -> int:
+    """Seconds the runtime may give the hook: within its budget for session ends."""
+    ours = dialect.events.get(event)
+    return dialect.session_end_timeout_s if ours == "session_end" else TIMEOUT_S
 
 
-# -- Claude Code ------------------------------------------------------------------
+# -- runtimes configured in JSON (Claude Code, Codex, Gemini CLI, Qwen Code, Copilot, Cursor) --
+
+
+def config_path(dialect: Dialect, folder: Path, *, global_: bool = False) -> Path:
+    """Where ``init`` writes the runtime's hooks: below the project, or the home directory."""
+    relative = dialect.global_config if global_ else dialect.config
+    if not relative:
+        raise SnapshotterError(
+            f"{dialect.title} has no user-wide hooks file; run init in a project"
+        )
+    return folder / relative
 
 
 def claude_settings_path(folder: Path) -> Path:
     """A project's (or, given the home directory, the user's) Claude Code settings."""
-    return folder / ".claude" / "settings.json"
+    return config_path(claude_code.DIALECT, folder)
 
 
-def merge_claude(settings: dict[str, Any], command: str = HOOK_COMMAND) -> dict[str, Any]:
-    """``settings`` with our hook on every snapshot event it is not already on."""
+def _entry(dialect: Dialect, event: str, command: str) -> dict[str, Any]:
+    """One hook entry in the runtime's own words."""
+    if dialect.event_in_command:
+        command = f"{command} --arg dialect={dialect.name} --arg event={event}"
+    seconds = _timeout_s(dialect, event)
+    if dialect.name == "copilot":
+        return {"type": "command", "bash": command, "timeoutSec": seconds}
+    if dialect.name == "cursor":
+        return {"command": command}
+    return {"type": "command", "command": command, "timeout": seconds * dialect.timeout_unit}
+
+
+def _commands(groups: list[Any]) -> list[object]:
+    """Every command in an event's list, grouped (Claude's shape) or not (Copilot, Cursor)."""
+    found: list[object] = []
+    for item in groups:
+        if not isinstance(item, dict):
+            continue
+        found += [item.get("command"), item.get("bash")]
+        inner = item.get("hooks", [])
+        if isinstance(inner, list):
+            found += [h.get("command") for h in inner if isinstance(h, dict)]
+    return found
+
+
+def merge_hooks(
+    settings: dict[str, Any], dialect: Dialect, command: str = HOOK_COMMAND
+) -> dict[str, Any]:
+    """``settings`` with our hook on every event of the runtime it is not already on."""
     hooks = settings.get("hooks", {})
     if not isinstance(hooks, dict):
         raise SnapshotterError('the settings\' "hooks" is not an object; fix it by hand first')
     merged = {**hooks}
-    for event, matcher in CLAUDE_EVENTS.items():
+    for event in dialect.events:
         groups = merged.get(event, [])
         if not isinstance(groups, list):
             raise SnapshotterError(
                 f"the settings' hooks.{event} is not a list; fix it by hand first"
             )
-        if any(
-            is_ours(h.get("command"))
-            for g in groups
-            if isinstance(g, dict)
-            for h in g.get("hooks", [])
-            if isinstance(h, dict)
-        ):
+        if any(is_ours(c) for c in _commands(groups)):
             continue
-        group: dict[str, Any] = {} if matcher is None else {"matcher": matcher}
-        group["hooks"] = [{"type": "command", "command": command, "timeout": _timeout(event)}]
+        entry = _entry(dialect, event, command)
+        if dialect.name in ("copilot", "cursor"):
+            merged[event] = [*groups, entry]
+            continue
+        group: dict[str, Any] = {"matcher": "*"} if event in dialect.matchers else {}
+        group["hooks"] = [entry]
         merged[event] = [*groups, group]
-    return {**settings, "hooks": merged}
+    extra = {"version": 1} if dialect.name in ("copilot", "cursor") else {}
+    return {**extra, **settings, "hooks": merged}
 
 
-def setup_claude(path: Path, *, dry_run: bool = False, command: str = HOOK_COMMAND) -> Setup:
+def merge_claude(settings: dict[str, Any], command: str = HOOK_COMMAND) -> dict[str, Any]:
+    return merge_hooks(settings, claude_code.DIALECT, command)
+
+
+def setup_json(
+    path: Path, dialect: Dialect, *, dry_run: bool = False, command: str = HOOK_COMMAND
+) -> Setup:
+    """Merge our hooks into the runtime's JSON config at ``path`` (made if missing)."""
     old_text = _read_text(path)
     try:
         settings = json.loads(old_text) if old_text.strip() else {}
@@ -130,11 +154,43 @@ def setup_claude(path: Path, *, dry_run: bool = False, command: str = HOOK_COMMA
         ) from exc
     if not isinstance(settings, dict):
         raise SnapshotterError(f"{path} does not hold a JSON object; fix or move it first")
-    merged = merge_claude(settings, command)
+    merged = merge_hooks(settings, dialect, command)
     if merged == settings:
         return Setup(path, old_text, changed=False)
     text = json.dumps(merged, indent=2) + "\n"
     return _write(path, old_text, text, dry_run)
+
+
+def notes_for(dialect: Dialect, project: Path) -> list[str]:
+    """What the user must know once the runtime is wired (one line each)."""
+    notes = []
+    if dialect.name == "codex":
+        notes.append(
+            "note: Codex skips a hook until you trust it, without a word: run /hooks in "
+            "Codex and trust snapshotter's"
+        )
+    if dialect.name == "copilot" and _wires_claude(project):
+        notes.append(
+            "note: .claude/settings.json wires snapshotter too, and Copilot runs those "
+            "hooks as well; each event then arrives twice, which records nothing twice"
+        )
+    return notes
+
+
+def _wires_claude(project: Path) -> bool:
+    try:
+        settings = json.loads(config_path(claude_code.DIALECT, project).read_text("utf-8"))
+    except (OSError, ValueError):
+        return False
+    hooks = settings.get("hooks") if isinstance(settings, dict) else None
+    return isinstance(hooks, dict) and any(
+        isinstance(groups, list) and any(is_ours(c) for c in _commands(groups))
+        for groups in hooks.values()
+    )
+
+
+def setup_claude(path: Path, *, dry_run: bool = False, command: str = HOOK_COMMAND) -> Setup:
+    return setup_json(path, claude_code.DIALECT, dry_run=dry_run, command=command)
 
 
 # -- docker-agent ---------------------------------------------------------------
@@ -143,8 +199,10 @@ def setup_claude(path: Path, *, dry_run: bool = False, command: str = HOOK_COMMA
 def docker_agent_block(indent: str = "", command: str = HOOK_COMMAND) -> str:
     """The ``hooks:`` mapping for an agent, as YAML, indented by ``indent``."""
     lines = ["hooks:"]
-    for event, tool in DOCKER_AGENT_EVENTS.items():
-        hook = ["type: command", f"command: {command}", f"timeout: {_timeout(event)}"]
+    dialect = docker_agent.DIALECT
+    for event in dialect.events:
+        tool = event in dialect.matchers
+        hook = ["type: command", f"command: {command}", f"timeout: {_timeout_s(dialect, event)}"]
         lines.append(f"  {event}:")
         if tool:
             lines += ['    - matcher: "*"', "      hooks:", f"        - {hook[0]}"]

@@ -15,15 +15,19 @@ if TYPE_CHECKING:
     pass
 
 
+AGENTS = ("claude-code", "docker-agent", "codex", "gemini", "copilot", "cursor", "qwen")
+
+
 @click.command(name="init")
-@click.argument("agent", type=click.Choice(["claude-code", "docker-agent"]))
+@click.argument("agent", type=click.Choice(AGENTS))
 @click.argument("agent_file", required=False, type=click.Path(dir_okay=False), metavar="[FILE]")
 @dir_option
 @click.option(
     "--global",
     "global_",
     is_flag=True,
-    help="claude-code: ~/.claude/settings.json instead of the project's.",
+    help="The user's config in the home directory instead of the project's "
+    "(claude-code, codex, gemini, cursor, qwen).",
 )
 @click.option(
     "--agent",
@@ -42,27 +46,39 @@ def init(
 ) -> None:
     """Wire snapshotter's hooks into an agent's configuration.
 
-    claude-code merges the hooks into DIR's .claude/settings.json (the git
-    worktree's top, or ~/.claude/settings.json with --global). docker-agent
-    adds them to one agent of the agent YAML FILE, or prints the block to
-    paste without FILE. Hooks already there are kept, running init twice
-    changes nothing, and a changed file is backed up beside itself first.
+    \b
+    claude-code  .claude/settings.json
+    codex        .codex/hooks.json (Codex runs a hook only once you trust it: /hooks)
+    gemini       .gemini/settings.json (timeouts in ms)
+    copilot      .github/hooks/snapshotter.json
+    cursor       .cursor/hooks.json
+    qwen         .qwen/settings.json (timeouts in ms)
+    docker-agent one agent of the agent YAML FILE; without FILE, the block to paste
+
+    Files are below the git worktree's top of DIR, or the home directory with
+    --global. Hooks already there are kept, running init twice changes
+    nothing, and a changed file is backed up beside itself first.
     """
     from snapshotter.cli import agent_setup
+    from snapshotter.hooks.dialects import by_name
 
     command = agent_setup.hook_command()
-    if agent == "claude-code":
-        folder = Path.home() if global_ else _project_dir(directory)
-        setup = agent_setup.setup_claude(
-            agent_setup.claude_settings_path(folder), dry_run=dry_run, command=command
-        )
-    elif agent_file is None:
-        click.echo(agent_setup.docker_agent_block(command=command), nl=False)
-        return
-    else:
+    notes: list[str] = []
+    if agent == "docker-agent":
+        if agent_file is None:
+            click.echo(agent_setup.docker_agent_block(command=command), nl=False)
+            return
         setup = agent_setup.setup_docker_agent(
             Path(agent_file), agent_name, dry_run=dry_run, command=command
         )
+    else:
+        dialect = by_name(agent)
+        assert dialect is not None  # (click's choices are the dialects' names)
+        project = _project_dir(directory)
+        folder = Path.home() if global_ else project
+        path = agent_setup.config_path(dialect, folder, global_=global_)
+        setup = agent_setup.setup_json(path, dialect, dry_run=dry_run, command=command)
+        notes = agent_setup.notes_for(dialect, project)
     if dry_run:
         click.echo(setup.text, nl=False)
     elif not setup.changed:
@@ -70,6 +86,8 @@ def init(
     else:
         saved = f" (backup: {setup.backup})" if setup.backup else ""
         click.echo(f"{setup.path}: hooks added{saved}")
+    for note in notes:
+        click.echo(note, err=True)
 
 
 def _project_dir(directory: str) -> Path:

@@ -98,7 +98,7 @@ def detect(data: dict[str, Any], options: dict[str, str]) -> Dialect | None:
         return by_name(named)
     from snapshotter.hooks.dialects import copilot, cursor
 
-    if "conversation_id" in data and "session_id" not in data:
+    if "conversation_id" in data:
         return cursor.DIALECT
     if "sessionId" in data and "session_id" not in data:
         return copilot.DIALECT

@@ -1,10 +1,12 @@
 """GitHub Copilot CLI: camelCase events in ``.github/hooks/snapshotter.json``.
 
-Its payloads name no event, so the command ``init`` writes does
-(``--arg event=preToolUse``), and its fields are camelCase (``sessionId``,
-``toolName``, ``toolArgs`` as JSON text). Under Copilot a repository's
-``.claude/settings.json`` hooks run too, Claude-shaped without ``tool_use_id``.
-A preToolUse hook that fails denies the tool: ours always exits 0.
+Its payloads name no event (nor does the hook's environment), so the command
+``init`` writes does (``--arg event=preToolUse``); its fields are camelCase
+(``sessionId``, ``toolName``, ``toolArgs``: ``bash`` ``{command}``, ``edit`` and
+``create`` ``{path, ...}``) and no tool call has an id. Under Copilot a
+repository's ``.claude/settings.json`` hooks run too, Claude-shaped without
+``tool_use_id``. A preToolUse hook that fails denies the tool: ours exits 0.
+(Recorded from Copilot CLI 1.0.102: fixtures/sessions/copilot.)
 """
 
 from __future__ import annotations
@@ -19,10 +21,20 @@ DIALECT = Dialect(
         "userPromptSubmitted": "turn_start",
         "preToolUse": "pre_tool_use",
         "postToolUse": "post_tool_use",
+        "postToolUseFailure": "post_tool_use",
         "agentStop": "turn_end",
         "sessionEnd": "session_end",
     },
-    ignored=frozenset(("errorOccurred", "subagentStop")),
+    ignored=frozenset(
+        (
+            "errorOccurred",
+            "notification",
+            "permissionRequest",
+            "preCompact",
+            "subagentStart",
+            "subagentStop",
+        )
+    ),
     fields={
         "sessionId": "session_id",
         "toolName": "tool_name",

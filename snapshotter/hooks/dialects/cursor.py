@@ -1,5 +1,6 @@
-"""Cursor: ``.cursor/hooks.json``; payloads carry ``conversation_id`` and
-``workspace_roots`` instead of a session id and a ``cwd``."""
+"""Cursor: ``.cursor/hooks.json``; every payload carries ``conversation_id``
+(its session) and ``workspace_roots``; tool events add ``tool_use_id``, ``cwd``
+and ``tool_name`` (from Cursor's hooks documentation: fixtures/sessions/cursor)."""
 
 from __future__ import annotations
 
@@ -13,11 +14,27 @@ DIALECT = Dialect(
         "beforeSubmitPrompt": "turn_start",
         "preToolUse": "pre_tool_use",
         "postToolUse": "post_tool_use",
+        "postToolUseFailure": "post_tool_use",
         "stop": "turn_end",
         "sessionEnd": "session_end",
     },
     ignored=frozenset(
-        ("beforeShellExecution", "afterShellExecution", "beforeMCPExecution", "afterFileEdit")
+        (
+            "subagentStart",
+            "subagentStop",
+            "beforeShellExecution",
+            "afterShellExecution",
+            "beforeMCPExecution",
+            "afterMCPExecution",
+            "beforeReadFile",
+            "afterFileEdit",
+            "preCompact",
+            "afterAgentResponse",
+            "afterAgentThought",
+            "beforeTabFileRead",
+            "afterTabFileEdit",
+            "workspaceOpen",
+        )
     ),
     fields={"conversation_id": "session_id"},
     config=".cursor/hooks.json",

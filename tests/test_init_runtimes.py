@@ -1,0 +1,149 @@
+"""`snapshotter init` for every runtime that runs command hooks (issue 22.2).
+
+Each config ``init`` writes is read back and its commands run as the runtime
+would run them (``sh -c COMMAND`` with the event on stdin, from the config's
+own entry for that event), so ``init`` and the hook's reading of the
+runtime's events cannot drift apart. Merging keeps other hooks, a second run
+changes nothing, a changed file is backed up, ``--dry-run`` writes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from builders import listed, make_repo, run_cli, write
+
+S = "sess-init"
+Payload = Callable[[Path, str], dict[str, Any]]
+
+
+def claude_shaped(root: Path, event: str) -> dict[str, Any]:
+    return {"session_id": S, "cwd": str(root), "hook_event_name": event}
+
+
+def copilot(root: Path, _event: str) -> dict[str, Any]:
+    return {"sessionId": S, "timestamp": 1764090000000, "cwd": str(root)}
+
+
+def cursor(root: Path, event: str) -> dict[str, Any]:
+    return {"conversation_id": S, "hook_event_name": event, "workspace_roots": [str(root)]}
+
+
+CLAUDE_TURN = ("UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop")
+GEMINI_TURN = ("BeforeAgent", "BeforeTool", "AfterTool", "AfterAgent")
+CAMEL_TURN = ("userPromptSubmitted", "preToolUse", "postToolUse", "agentStop")
+CURSOR_TURN = ("beforeSubmitPrompt", "preToolUse", "postToolUse", "stop")
+# runtime → its config, its payloads, its turn's events (start, pre, post, end), timeout unit
+RUNTIMES: dict[str, tuple[str, Payload, tuple[str, str, str, str], int]] = {
+    "codex": (".codex/hooks.json", claude_shaped, CLAUDE_TURN, 1),
+    "qwen": (".qwen/settings.json", claude_shaped, CLAUDE_TURN, 1000),
+    "gemini": (".gemini/settings.json", claude_shaped, GEMINI_TURN, 1000),
+    "copilot": (".github/hooks/snapshotter.json", copilot, CAMEL_TURN, 1),
+    "cursor": (".cursor/hooks.json", cursor, CURSOR_TURN, 1),
+}
+
+
+def init(root: Path, runtime: str, *args: str) -> subprocess.CompletedProcess[str]:
+    # The hook command is found on PATH, as the runtime finds it.
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    return run_cli("init", runtime, "-C", root, *args, env={"PATH": path})
+
+
+def commands(config: dict[str, Any], event: str) -> list[str]:
+    found = []
+    for item in config["hooks"].get(event, []):
+        found += [item.get("command"), item.get("bash")]
+        found += [h.get("command") for h in item.get("hooks", [])]
+    return [c for c in found if c]
+
+
+def fire(root: Path, config: dict[str, Any], event: str, payload: dict[str, Any]) -> None:
+    """Run each command the config has for ``event``, as the runtime does."""
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    (command,) = commands(config, event)
+    done = subprocess.run(
+        ["sh", "-c", command],
+        input=json.dumps(payload).encode(),
+        capture_output=True,
+        cwd=root,
+        env={**os.environ, "PATH": path},
+        check=False,
+    )
+    assert done.returncode == 0 and not done.stderr, (event, done)
+    assert done.stdout.strip() in (b"", b"{}"), (event, done.stdout)
+
+
+@pytest.mark.parametrize("runtime", list(RUNTIMES))
+def test_init_wires_a_runtime_whose_events_then_make_an_undoable_turn(
+    tmp_path: Path, runtime: str
+) -> None:
+    file, payload, (start, pre, post, end), unit = RUNTIMES[runtime]
+    root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
+    done = init(root, runtime)
+    assert done.returncode == 0, done.stderr
+    config = json.loads((root / file).read_text())
+    timeouts = [
+        h.get("timeout", h.get("timeoutSec"))
+        for groups in config["hooks"].values()
+        for g in groups
+        for h in [g, *g.get("hooks", [])]
+        if "timeout" in h or "timeoutSec" in h
+    ]
+    assert all(t >= 3 * unit for t in timeouts), f"timeouts in the runtime's unit: {timeouts}"
+
+    tool = {"command": "echo x > a.txt"}
+    fire(root, config, start, {**payload(root, start), "prompt": "change a"})
+    fire(root, config, pre, {**payload(root, pre), "tool_name": "Bash", "tool_input": tool})
+    write(root, "a.txt", "x\n")
+    fire(root, config, post, {**payload(root, post), "tool_name": "Bash", "tool_input": tool})
+    fire(root, config, end, payload(root, end))
+
+    turns = [cp for cp in listed(root) if cp["kind"] == "turn"]
+    assert [(t["label"], t["files"]) for t in turns] == [
+        ("change a", [{"path": "a.txt", "status": "modified"}])
+    ], turns
+    undone = run_cli("-C", root, "undo")
+    assert undone.returncode == 0, undone.stderr
+    assert (root / "a.txt").read_text() == "a\n"
+
+
+@pytest.mark.parametrize("runtime", list(RUNTIMES))
+def test_init_keeps_other_hooks_backs_up_and_changes_nothing_twice(
+    tmp_path: Path, runtime: str
+) -> None:
+    file, *_rest = RUNTIMES[runtime]
+    root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
+    theirs = {"hooks": {"someEvent": [{"command": "true"}]}, "other": 1}
+    write(root, file, json.dumps(theirs))
+    dry = init(root, runtime, "--dry-run")
+    assert dry.returncode == 0 and json.loads(dry.stdout)["other"] == 1, dry
+    assert json.loads((root / file).read_text()) == theirs, "--dry-run writes nothing"
+
+    first = init(root, runtime)
+    assert first.returncode == 0 and "hooks added" in first.stdout, first
+    merged = json.loads((root / file).read_text())
+    assert merged["hooks"]["someEvent"] == [{"command": "true"}] and merged["other"] == 1
+    assert [json.loads(p.read_text()) for p in (root / file).parent.glob("*.bak")] == [theirs]
+    again = init(root, runtime)
+    assert "already wired" in again.stdout, again
+    assert json.loads((root / file).read_text()) == merged
+
+
+def test_init_codex_says_the_hooks_need_trust(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
+    done = init(root, "codex")
+    assert "trust" in done.stderr and "/hooks" in done.stderr, done.stderr
+
+
+def test_init_copilot_says_when_claude_code_is_wired_too(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
+    assert init(root, "claude-code").returncode == 0
+    done = init(root, "copilot")
+    assert ".claude/settings.json" in done.stderr, done.stderr
