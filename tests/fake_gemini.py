@@ -177,7 +177,9 @@ class Handler(BaseHTTPRequestHandler):
                 "path": path,
                 "stream": stream,
                 "contents": len(body.get("contents") or []),
-                "tools": sum(len(t.get("functionDeclarations") or []) for t in body.get("tools") or []),
+                "tools": sum(
+                    len(t.get("functionDeclarations") or []) for t in body.get("tools") or []
+                ),
                 "json": config.get("responseMimeType") == "application/json",
                 "scripted": tag,
                 "answer": part(answer),
