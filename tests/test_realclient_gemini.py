@@ -1,0 +1,411 @@
+"""The real Gemini CLI, its command hooks running ``snapshotter hook``, offline.
+
+Opt-in: ``pytest -m realclient`` (the default run leaves these out). Needs the
+``gemini`` CLI (``npm install --prefix DIR @google/gemini-cli``, then its
+``DIR/node_modules/.bin/gemini`` in ``SNAPSHOTTER_GEMINI`` or on PATH) and
+``unshare`` with ``ip``. As in ``test_realclient_claude.py``: each
+``gemini -p`` runs in a network namespace with only loopback and a PID
+namespace of its own, against the fake Gemini API of ``fake_gemini.py``
+(``GOOGLE_GEMINI_BASE_URL``), which scripts its ``run_shell_command``,
+``write_file`` and ``replace`` calls. Every hook's payload is appended to a log
+by a ``tee`` in front of ``snapshotter hook``.
+
+Today snapshotter does not know Gemini's event names, so these tests assert
+what holds today (the hooks ran, with these payloads; the tools changed the
+files) and ``test_undo_*`` is a strict xfail holding what Gemini support must
+make true (TODO: drop the xfail when ``snapshotter init gemini`` lands, and
+let ``wire_gemini`` call it).
+
+``SNAPSHOTTER_RECORD_FIXTURES=1 pytest -m realclient -k gemini`` writes what
+the client sent into ``fixtures/sessions/gemini/`` (see its README.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from builders import files_of, listed, make_repo, run_cli
+from test_claude_code_recorded import REPO
+from test_realclient_claude import (
+    LO_UP,
+    UNSHARE,
+    _unshare_works,
+    anonymised,
+    no_hook_failures,
+    read_payloads,
+)
+
+pytestmark = pytest.mark.realclient
+
+HERE = Path(__file__).parent
+FAKE = HERE / "fake_gemini.py"
+FIXTURES = HERE.parent / "fixtures" / "sessions" / "gemini"
+VENV_BIN = Path(sys.executable).parent
+SESSION = "5a9e0000-0000-4000-8000-000000009e01"
+GEMINI = os.environ.get("SNAPSHOTTER_GEMINI") or shutil.which("gemini")
+MODEL = "gemini-2.5-flash"  # a concrete model: "auto" would add a routing request
+# Every event Gemini CLI 0.61 has a hook for (hooks/index.md).
+EVENTS = [
+    "SessionStart",
+    "BeforeAgent",
+    "BeforeModel",
+    "BeforeToolSelection",
+    "AfterModel",
+    "BeforeTool",
+    "AfterTool",
+    "AfterAgent",
+    "PreCompress",
+    "Notification",
+    "SessionEnd",
+]
+QUIET = {
+    "GEMINI_API_KEY": "test",
+    "GEMINI_TELEMETRY_ENABLED": "false",
+    "GEMINI_CLI_NO_RELAUNCH": "true",  # no child node process with more heap
+}
+
+
+@pytest.fixture(scope="module")
+def gemini() -> str:
+    if GEMINI is None:
+        pytest.skip(
+            "the gemini CLI is not installed (npm install --prefix DIR @google/gemini-cli; "
+            "SNAPSHOTTER_GEMINI=DIR/node_modules/.bin/gemini)"
+        )
+    why = _unshare_works()
+    if why is not None:
+        pytest.skip(why)
+    return GEMINI
+
+
+def client_env(gemini: str) -> dict[str, str]:
+    """This test's environment (its HOME), with this venv's snapshotter first on PATH.
+
+    No GITHUB_SHA or SURFACE: with either, Gemini CLI starts hooks with only an
+    allow-list of variables (no SNAPSHOTTER_DATA_DIR, no XDG_*)."""
+    drop = ("GEMINI_", "GOOGLE_", "GITHUB_SHA", "SURFACE")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
+    path = os.pathsep.join([str(VENV_BIN), str(Path(gemini).parent), env.get("PATH", "")])
+    return {**env, **QUIET, "PATH": path}
+
+
+def client_home(home: Path) -> None:
+    """The user's settings: an API key login (else GOOGLE_GEMINI_BASE_URL alone selects
+    the "gateway" login, which -p refuses: "Invalid auth method selected"); no telemetry."""
+    settings = {
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+        "privacy": {"usageStatisticsEnabled": False},
+        "telemetry": {"enabled": False},
+        "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+    }
+    (home / ".gemini").mkdir(parents=True, exist_ok=True)
+    (home / ".gemini" / "settings.json").write_text(json.dumps(settings, indent=2))
+
+
+def wire_gemini(root: Path, home: Path) -> None:
+    """``snapshotter hook`` on every event, in the project's ``.gemini/settings.json``,
+    and the folder trusted (``gemini -p`` in an untrusted folder exits 55).
+
+    TODO: replace by ``snapshotter init gemini`` once it exists.
+    """
+    hook = {"name": "snapshotter", "type": "command", "command": "snapshotter hook"}
+    hooks = {event: [{"matcher": "*", "hooks": [dict(hook, timeout=30000)]}] for event in EVENTS}
+    (root / ".gemini").mkdir(exist_ok=True)
+    (root / ".gemini" / "settings.json").write_text(json.dumps({"hooks": hooks}, indent=2))
+    trusted = home / ".gemini" / "trustedFolders.json"
+    trusted.parent.mkdir(parents=True, exist_ok=True)
+    trusted.write_text(json.dumps({str(root): "TRUST_FOLDER"}))
+
+
+def wrap_hooks(root: Path, log: Path) -> None:
+    """Every hook's payload appended to ``log`` (one line each), before ``snapshotter hook``
+    reads it; and the hook's environment, to ``log.env.jsonl``."""
+    path = root / ".gemini" / "settings.json"
+    settings = json.loads(path.read_text())
+    env_log = shlex.quote(str(log.with_suffix(".env.jsonl")))
+    dump_env = (
+        f"{shlex.quote(sys.executable)} -c 'import json,os;print(json.dumps(dict(os.environ)))'"
+    )
+    inner = f"{dump_env} >> {env_log}; tee -a {shlex.quote(str(log))} | snapshotter hook"
+    for groups in settings["hooks"].values():
+        for group in groups:
+            for hook in group["hooks"]:
+                hook["command"] = f"sh -c {shlex.quote(inner)}"
+    path.write_text(json.dumps(settings, indent=2))
+
+
+def wired_repo(tmp_path: Path, home: Path, log: Path) -> Path:
+    root = make_repo(tmp_path / "repo", REPO)
+    client_home(home)
+    wire_gemini(root, home)
+    wrap_hooks(root, log)
+    return root
+
+
+def drive(
+    tmp_path: Path, gemini: str, root: Path, script: dict[str, Any], runs: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """Each run is ``gemini -p PROMPT`` in ``root`` (the first starts the session, the
+    rest resume it), against the fake API, all in one namespace; the driver's summary."""
+    work = tmp_path / "client"
+    work.mkdir(exist_ok=True)
+    env = client_env(gemini)
+    spec_runs = []
+    for index, run in enumerate(runs):
+        session = ["--session-id" if index == 0 else "--resume", SESSION]
+        argv = [gemini, "-p", run["prompt"], "--approval-mode", "yolo", "-m", MODEL, *session]
+        spec_runs.append({"argv": argv, "cwd": str(root), "env": env, "timeout": 90, **run})
+    spec = {
+        "out": str(work / "summary.json"),
+        "requests": str(work / "requests.jsonl"),
+        "script": script,
+        "runs": spec_runs,
+    }
+    (work / "spec.json").write_text(json.dumps(spec))
+    done = subprocess.run(
+        [*UNSHARE, "sh", "-c", LO_UP, sys.executable, str(FAKE), str(work / "spec.json")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, f"the driver failed: {done.stderr}"
+    summary: dict[str, Any] = json.loads((work / "summary.json").read_text())
+    print(f"\n[realclient] {summary['runs']}")
+    return summary
+
+
+def succeeded(summary: dict[str, Any], tmp_path: Path) -> None:
+    codes = [r["returncode"] for r in summary["runs"]]
+    err = (tmp_path / "client" / "summary.stderr").read_text(errors="replace")
+    assert codes == [0] * len(codes), f"gemini exit codes {codes}; its stderr: {err}"
+
+
+def cli_ok(root: Path, *args: str) -> str:
+    done = run_cli(*args, cwd=root)
+    assert done.returncode == 0, f"snapshotter {' '.join(args)} failed: {done.stderr}"
+    return done.stdout
+
+
+# The answers of the fake API, by the key in the prompt.
+def shell(command: str) -> dict[str, Any]:
+    return {"call": "run_shell_command", "args": {"command": command}}
+
+
+TURN_1 = {
+    "turn-1": [
+        shell("rm b.txt"),
+        {"call": "write_file", "args": {"file_path": "g.txt", "content": "g by the agent\n"}},
+        {"text": "Removed b, wrote g."},
+    ]
+}
+TURN_2 = {
+    "turn-2": [
+        shell("echo x > f.txt"),
+        {
+            "call": "replace",
+            "args": {
+                "file_path": "f.txt",
+                "instruction": "Say who wrote f.",
+                "old_string": "x",
+                "new_string": "f by the agent",
+            },
+        },
+        {"text": "Rewrote f."},
+    ]
+}
+TURN_B = {"turn-b": [shell("rm b.txt; sleep 30"), {"text": "Removed b."}]}
+PROMPTS = {
+    "turn-1": "[turn-1] Remove b.txt and write g.txt",
+    "turn-2": "[turn-2] Rewrite f.txt",
+    "turn-b": "[turn-b] Remove b.txt",
+}
+AFTER_TURNS = {"f.txt": "f by the agent\n", "g.txt": "g by the agent\n", "b.txt": None}
+
+
+def tree(root: Path) -> dict[str, str | None]:
+    """The fixture's files as they are now (None: gone)."""
+    return {
+        rel: (root / rel).read_text() if (root / rel).exists() else None for rel in sorted(REPO)
+    }
+
+
+def effect(event: dict[str, Any], scratch: Path) -> dict[str, Any]:
+    """What one tool did to the files, done again in ``scratch`` (a copy of the files)."""
+    name, args = event["tool_name"], event["tool_input"]
+    before = tree(scratch)
+    if name == "run_shell_command":
+        command = args["command"].replace("; sleep 30", "")
+        subprocess.run(["sh", "-c", command], cwd=scratch, check=True)
+    elif name == "write_file":
+        (scratch / args["file_path"]).write_text(args["content"])
+    elif name == "replace":
+        path = scratch / args["file_path"]
+        path.write_text(path.read_text().replace(args["old_string"], args["new_string"], 1))
+    after = tree(scratch)
+    return {"files": {rel: after[rel] for rel in after if after[rel] != before[rel]}}
+
+
+def as_steps(payloads: list[dict[str, Any]], scratch: Path) -> list[dict[str, Any]]:
+    """Events, each BeforeTool followed by the files its tool changed (content, or None)."""
+    make_repo(scratch, REPO, commit=False)
+    steps: list[dict[str, Any]] = []
+    for event in payloads:
+        steps.append({"event": event})
+        if event["hook_event_name"] == "BeforeTool":
+            steps.append(effect(event, scratch))
+    return steps
+
+
+def shape(steps: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
+    """What must not drift: each event's name and field names, in order."""
+    return [(s["event"]["hook_event_name"], sorted(s["event"])) for s in steps if "event" in s]
+
+
+def hook_envs(log: Path) -> list[dict[str, str]]:
+    lines = log.with_suffix(".env.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def recorded(name: str, steps: list[dict[str, Any]], gemini: str, how: str, **extra: Any) -> None:
+    """Write the fixture when asked to (SNAPSHOTTER_RECORD_FIXTURES=1), then check the
+    shape of this run against the stored one."""
+    path = FIXTURES / name
+    if os.environ.get("SNAPSHOTTER_RECORD_FIXTURES") == "1":
+        version = subprocess.run([gemini, "--version"], capture_output=True, text=True)
+        data = {
+            "client": f"gemini-cli {version.stdout.strip()}",
+            "how": how,
+            "repo": REPO,
+            **extra,
+            "steps": steps,
+        }
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(data, indent=1) + "\n")
+    stored = json.loads(path.read_text())
+    assert shape(steps) == shape(stored["steps"]), (
+        f"Gemini CLI now sends other events or fields than {path.name} holds "
+        f"(recorded from {stored['client']}); re-record with SNAPSHOTTER_RECORD_FIXTURES=1"
+    )
+
+
+def test_records_what_gemini_sends_to_the_hooks(
+    tmp_path: Path, gemini: str, hermetic: Path
+) -> None:
+    """Two prompts in one session (the second resumes it): the hooks ran, in this order,
+    with these fields, and the scripted tools changed the files."""
+    log = tmp_path / "hooks.jsonl"
+    root = wired_repo(tmp_path, hermetic, log)
+    runs = [{"prompt": PROMPTS["turn-1"]}, {"prompt": PROMPTS["turn-2"]}]
+    summary = drive(tmp_path, gemini, root, {**TURN_1, **TURN_2}, runs)
+    succeeded(summary, tmp_path)
+    assert summary["served"] == [[key, step] for key in ("turn-1", "turn-2") for step in range(3)]
+    assert tree(root) == AFTER_TURNS, "the scripted tools ran"
+
+    payloads = read_payloads(log)
+    names = [e["hook_event_name"] for e in payloads]
+    for run in (names[: names.index("SessionEnd") + 1], names[names.index("SessionEnd") + 1 :]):
+        assert run[:2] == ["SessionStart", "BeforeAgent"], names
+        assert run[-2:] == ["AfterAgent", "SessionEnd"], f"SessionEnd is awaited in -p: {names}"
+    starts = [e["source"] for e in payloads if e["hook_event_name"] == "SessionStart"]
+    assert starts == ["startup", "resume"], starts
+    tools = [(e["hook_event_name"], e["tool_name"]) for e in payloads if "tool_name" in e]
+    assert tools == [
+        (when, tool)
+        for tool in ["run_shell_command", "write_file", "run_shell_command", "replace"]
+        for when in ["BeforeTool", "AfterTool"]
+    ], tools
+    assert all(e["cwd"] == str(root) and e["session_id"] == SESSION for e in payloads)
+    assert not any(
+        "id" in k for e in payloads if "tool_name" in e for k in e if k != "session_id"
+    ), "no tool-call id: a BeforeTool pairs with the next AfterTool"
+    envs = hook_envs(log)
+    assert len(envs) == len(payloads)
+    assert {e["GEMINI_PROJECT_DIR"] for e in envs} == {str(root)}
+    assert {e["CLAUDE_PROJECT_DIR"] for e in envs} == {str(root)}
+    assert {e["GEMINI_SESSION_ID"] for e in envs} == {SESSION}
+
+    # Today: snapshotter ran on every event and did not fail the client; what it
+    # made of Gemini's events is not asserted (TODO below and in test_undo_*).
+    print(f"[realclient] snapshotter list --json: {listed(root)}")
+    no_hook_failures()
+
+    steps = as_steps(anonymised(payloads, root, hermetic), tmp_path / "scratch")
+    assert tree(tmp_path / "scratch") == AFTER_TURNS, "the steps replay to what the tools did"
+    recorded(
+        "session.json",
+        steps,
+        gemini,
+        "gemini -p, two prompts (--session-id, then --resume), --approval-mode yolo; fake "
+        "Gemini API; every hook event wired to snapshotter hook",
+        after=AFTER_TURNS,
+    )
+
+
+def test_interrupted_mid_tool(tmp_path: Path, gemini: str, hermetic: Path) -> None:
+    """SIGINT to ``gemini`` while its shell tool sleeps (after ``rm b.txt``)."""
+    log = tmp_path / "hooks.jsonl"
+    root = wired_repo(tmp_path, hermetic, log)
+    interrupt = {"gone": str(root / "b.txt"), "signal": "SIGINT", "after": 1.0}
+    runs = [{"prompt": PROMPTS["turn-b"], "interrupt": interrupt}]
+    summary = drive(tmp_path, gemini, root, TURN_B, runs)
+    run = summary["runs"][0]
+    assert run["note"] == "sent SIGINT", summary
+    assert run["seconds"] < 25, "the client stopped before the tool's sleep ended"
+    assert not (root / "b.txt").exists()
+    payloads = read_payloads(log)
+    names = [e["hook_event_name"] for e in payloads]
+    print(f"[realclient] SIGINT: exit {run['returncode']}, the client sent {names}")
+    assert names[:2] == ["SessionStart", "BeforeAgent"], names
+    assert names.count("BeforeTool") == 1 and "AfterTool" not in names, names
+    assert "AfterAgent" not in names, names
+    assert names[-1] == "SessionEnd", f"SIGINT ends the session with SessionEnd: {names}"
+    steps = as_steps(anonymised(payloads, root, hermetic), tmp_path / "scratch")
+    recorded(
+        "interrupted.json",
+        steps,
+        gemini,
+        "gemini -p, one prompt whose run_shell_command is 'rm b.txt; sleep 30'; SIGINT to "
+        "gemini 1 s after b.txt is gone (the sleep is left out of the step's effect)",
+        returncode=run["returncode"],
+    )
+
+
+@pytest.mark.xfail(strict=True, reason="TODO: snapshotter does not know Gemini's hook events yet")
+def test_undo_restores_what_the_gemini_tools_changed(
+    tmp_path: Path, gemini: str, hermetic: Path
+) -> None:
+    """What Gemini support must make true: one turn per prompt, its tools nested under
+    it, and undo / redo giving back the bytes."""
+    log = tmp_path / "hooks.jsonl"
+    root = wired_repo(tmp_path, hermetic, log)  # TODO: snapshotter init gemini
+    runs = [{"prompt": PROMPTS["turn-1"]}, {"prompt": PROMPTS["turn-2"]}]
+    succeeded(drive(tmp_path, gemini, root, {**TURN_1, **TURN_2}, runs), tmp_path)
+    assert tree(root) == AFTER_TURNS
+
+    cps = listed(root)
+    turns = [cp for cp in cps if cp["kind"] == "turn"]
+    assert [(t["prompt"], files_of(t)) for t in turns] == [
+        (PROMPTS["turn-1"], {"b.txt": "deleted", "g.txt": "modified"}),
+        (PROMPTS["turn-2"], {"f.txt": "modified"}),
+    ], cps
+    tools = [cp for cp in cps if cp["parent"] == turns[0]["id"]]
+    assert [t["tool_name"] for t in tools] == ["run_shell_command", "write_file"], cps
+    cli_ok(root, "undo")
+    assert (root / "f.txt").read_text() == REPO["f.txt"], "undo takes back turn 2"
+    assert (root / "g.txt").read_text() == "g by the agent\n"
+    cli_ok(root, "undo")
+    assert tree(root) == dict(REPO), "undo again takes back turn 1"
+    cli_ok(root, "redo")
+    cli_ok(root, "redo")
+    assert tree(root) == AFTER_TURNS, "redo puts the agent's files back"
+    cli_ok(root, "reset", "--original")
+    assert tree(root) == dict(REPO)
