@@ -31,7 +31,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import make_repo
+from builders import make_repo, run_cli
+
+from snapshotter.store.logfile import log_path
 
 pytestmark = pytest.mark.realclient
 
@@ -368,3 +370,28 @@ def test_records_what_copilot_sends_to_the_hooks(
         f"(recorded from {stored['client']}); re-record with SNAPSHOTTER_RECORD_FIXTURES=1"
     )
     assert shape(pascal) == shape(stored["claude_settings_steps"])
+
+
+def test_copilot_runs_claude_code_hooks_of_init_claude_code(
+    tmp_path: Path, copilot: str, copilot_cache: Path, hermetic: Path
+) -> None:
+    """A repository wired by ``snapshotter init claude-code`` only: Copilot runs those
+    hooks too, with Claude-shaped payloads (tool names Bash/Edit/Write, no tool_use_id)."""
+    root = make_repo(tmp_path / "repo", REPO)
+    env = client_env(copilot, copilot_cache)
+    done = run_cli("init", "claude-code", cwd=root, env=env)
+    assert done.returncode == 0, f"init claude-code failed: {done.stderr}"
+    summary = drive(tmp_path, copilot, copilot_cache, root, script_for(root), PROMPTS)
+    assert summary["served"] == SERVED
+    after_the_session(root)
+    listing = run_cli("list", cwd=root)
+    print(f"[realclient] list after a Copilot session on Claude hooks:\n{listing.stdout}")
+    log = log_path(Path(os.environ["SNAPSHOTTER_DATA_DIR"]))
+    print(f"[realclient] hook failures: {log.read_text() if log.exists() else 'none'}")
+    # TODO(copilot): decide whether `snapshotter hook` should take Copilot's
+    # Claude-flavoured payloads as Claude Code's (then assert two turns and undo here),
+    # and what `init copilot` does when .claude/settings.json is wired too: Copilot
+    # then runs both, so every event reaches `snapshotter hook` twice. Seen with
+    # snapshotter at 3fe852c: no failures logged, turn 2 listed as a turn with its
+    # tool nested, but turn 1's four tools listed at the top level with no turn
+    # (its SessionStart says source "new", where Claude Code says "startup").
