@@ -143,3 +143,18 @@ def test_an_unknown_event_is_said_once_and_a_known_one_never(
     assert log.count("'BeforeSomething'") == 1, log
     assert log.count("no hook_event_name") == 1 and "sessionId, toolName" in log, log
     assert "Notification" not in log, "an event a runtime sends and we leave alone is no news"
+
+
+def test_codex_interrupt_ends_the_turn_as_interrupted(tmp_path: Path) -> None:
+    """Ctrl-C in Codex: Interrupt, then SessionEnd; no PostToolUse, no Stop."""
+    root = make_repo(tmp_path / "r", {"b.txt": "b\n"})
+    shell: dict[str, Any] = {"tool_name": "Bash", "tool_input": {"command": "rm b.txt"}}
+    hook_ok(claude_event("SessionStart", S, root, source="startup"))
+    hook_ok(claude_event("UserPromptSubmit", S, root, prompt="remove b", turn_id="t1"))
+    hook_ok(claude_event("PreToolUse", S, root, tool_use_id="call_1", turn_id="t1", **shell))
+    (root / "b.txt").unlink()
+    hook_ok(claude_event("Interrupt", S, root, turn_id="t1"))
+    (turn,) = listed(root)
+    assert turn["label"] == "interrupted: remove b" and turn["reason"] == "interrupted", turn
+    undo_ok(root)
+    assert (root / "b.txt").read_text() == "b\n"

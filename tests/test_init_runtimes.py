@@ -147,3 +147,16 @@ def test_init_copilot_says_when_claude_code_is_wired_too(tmp_path: Path) -> None
     assert init(root, "claude-code").returncode == 0
     done = init(root, "copilot")
     assert ".claude/settings.json" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("runtime", list(RUNTIMES))
+def test_the_readme_shows_what_init_writes(tmp_path: Path, runtime: str) -> None:
+    """README's block for each runtime is ``init NAME --dry-run`` on a new project."""
+    root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
+    dry = init(root, runtime, "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    heading = f"`snapshotter init {runtime}`"
+    after = readme[readme.index(heading) :]
+    block = after[after.index("```json\n") + len("```json\n") : after.index("```\n", 8)]
+    assert json.loads(block) == json.loads(dry.stdout), f"README's {runtime} block is stale"

@@ -63,8 +63,8 @@ def hook_command() -> str:
 
 def _timeout_s(dialect: Dialect, event: str) -> int:
     """Seconds the runtime may give the hook: within its budget for session ends."""
-    ours = dialect.events.get(event)
-    return dialect.session_end_timeout_s if ours == "session_end" else TIMEOUT_S
+    short = dialect.events.get(event) == "session_end" or event in dialect.budgeted
+    return dialect.session_end_timeout_s if short else TIMEOUT_S
 
 
 # -- runtimes configured in JSON (Claude Code, Codex, Gemini CLI, Qwen Code, Copilot, Cursor) --

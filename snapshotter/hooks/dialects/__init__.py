@@ -33,6 +33,8 @@ class Dialect:
     timeout_unit: int = 1  # its config's timeouts: seconds times this (1000: ms)
     session_end_timeout_s: int = 5  # within the runtime's budget for SessionEnd hooks
     event_in_command: bool = False  # its payloads name no event: ``--arg event=NAME``
+    reasons: dict[str, str] = field(default_factory=dict)  # its event → the reason it means
+    budgeted: frozenset[str] = frozenset()  # its events whose hooks it cuts short
 
     def our_event(self, name: str) -> str | None:
         return self.events.get(name)
@@ -129,4 +131,16 @@ def normalize(data: dict[str, Any], options: dict[str, str]) -> dict[str, Any]:
     if isinstance(event, str) and event:
         mapping = dialect.events if dialect is not None else event_names()
         fields["hook_event_name"] = mapping.get(event, event)
+        reason = event_reasons().get(event) if dialect is None else dialect.reasons.get(event)
+        if reason:
+            fields["reason"] = reason
     return fields
+
+
+def event_reasons() -> dict[str, str]:
+    """Events that end a turn in a way of their own (Codex's ``Interrupt``)."""
+    found: dict[str, str] = {}
+    for dialect in all_dialects():
+        if dialect.name not in ("docker-agent", "cursor"):
+            found.update(dialect.reasons)
+    return found

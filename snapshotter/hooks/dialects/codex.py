@@ -2,7 +2,10 @@
 
 Its file edits are ``apply_patch`` calls whose input is the patch text: the
 paths it writes are on its ``*** Add File:``, ``*** Update File:``,
-``*** Delete File:`` and ``*** Move to:`` lines (``patch_paths``).
+``*** Delete File:`` and ``*** Move to:`` lines (``patch_paths``). On Ctrl-C it
+sends ``Interrupt`` (then ``SessionEnd``), no PostToolUse and no Stop: the turn
+ends there, as interrupted. Codex cuts SessionEnd and Interrupt hooks off at
+3 s. (Recorded from Codex CLI 0.169.0: fixtures/sessions/codex.)
 """
 
 from __future__ import annotations
@@ -21,13 +24,18 @@ DIALECT = Dialect(
         "PreToolUse": "pre_tool_use",
         "PostToolUse": "post_tool_use",
         "Stop": "turn_end",
+        "Interrupt": "turn_end",
         "SessionEnd": "session_end",
     },
     matchers=frozenset(("PreToolUse", "PostToolUse")),
-    ignored=frozenset(("Interrupt",)),
+    ignored=frozenset(
+        ("PermissionRequest", "PreCompact", "PostCompact", "SubagentStart", "SubagentStop")
+    ),
+    reasons={"Interrupt": "interrupted"},
+    budgeted=frozenset(("SessionEnd", "Interrupt")),
     config=".codex/hooks.json",
     global_config=".codex/hooks.json",
-    session_end_timeout_s=3,  # Codex gives SessionEnd hooks 3 s at most
+    session_end_timeout_s=3,  # Codex gives SessionEnd and Interrupt hooks 3 s at most
 )
 
 
