@@ -495,6 +495,11 @@ def test_sigint_during_a_slow_shell_tool(tmp_path: Path, codex: str, hermetic: P
     assert (root / "b.txt").read_bytes() == REPO["b.txt"].encode(), f"undo restores b.txt: {out}"
     (turn,) = [cp for cp in listed(root) if cp["kind"] == "turn"]
     assert files_of(turn) == {"b.txt": "deleted"} and turn["undone"], turn
+    print(f"[realclient] the interrupted turn: {turn['reason']!r} {turn['label']!r}")
+    # TODO(codex support): Codex sends Interrupt (with turn_id, no reason) before
+    # SessionEnd (reason "other"); the new code must close the turn on Interrupt as
+    # interrupted: reason "interrupted", label "interrupted: <prompt>", as for
+    # Claude Code's SessionEnd after Ctrl-C.
     no_hook_failures()
 
 
