@@ -11,23 +11,25 @@ Events; what it needs of a stream is ``response.created``, one
 the response id and usage). The tools it offers are in the request.
 
 The script maps a *key* (a word that appears in the user's prompt) to the
-answers for that prompt, in order: ``{"shell": CMD}`` (a ``shell_command``
+answers for that prompt, in order: ``{"shell": CMD}`` (an ``exec_command``
 function call), ``{"patch": TEXT}`` (an ``apply_patch`` call, the patch text
 with ``*** Begin Patch`` … ``*** End Patch``), or ``{"text": TEXT}``, which ends
 the turn. Which answer a request gets is read from the request itself (how
 many tool calls follow the last user message that holds the key), so a retried
 request gets the same answer again. Requests without a key get a short text.
 
-Run as a script (``python fake_openai.py SPEC.json``) it is the driver: as
-``fake_anthropic.py``'s, but for ``codex`` (the base URL goes into the spec's
-``CODEX_HOME``'s config by the test, here only the port is chosen).
+Run as a script (``python fake_openai.py SPEC.json``) it is the driver, as
+``fake_anthropic.py``'s (whose interrupt and wait-for-hooks helpers it uses): the
+server listens on the spec's ``port`` (the test writes that port into the
+provider's ``base_url`` in ``$CODEX_HOME/config.toml`` beforehand; inside the
+namespace every port is free), each run's argv is started in turn. With
+``FAKE_OPENAI_BODIES=1`` the request log holds each request's whole body too.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -74,7 +76,9 @@ def next_answer(script: Script, body: dict[str, Any]) -> tuple[str, int, dict[st
         key = next((k for k in script if f"[{k}]" in _texts(item)), None)
         if key is None:
             continue
-        step = sum(1 for i in items[index + 1 :] if isinstance(i, dict) and i.get("type") in TOOL_CALLS)
+        step = sum(
+            1 for i in items[index + 1 :] if isinstance(i, dict) and i.get("type") in TOOL_CALLS
+        )
         answers = script[key]
         return key, step, answers[step] if step < len(answers) else {"text": "Done."}
     return None
@@ -86,6 +90,7 @@ def output_item(key: str, step: int, answer: dict[str, str], tools: list[str]) -
     if "shell" in answer:
         # exec_command (unified exec) is what the current models get; shell_command,
         # shell (an argv) what older model metadata offers.
+        args: dict[str, Any]
         if "exec_command" in tools:
             name, args = "exec_command", {"cmd": answer["shell"]}
         elif "shell_command" in tools:
@@ -223,7 +228,9 @@ class Handler(BaseHTTPRequestHandler):
                 "path": "/v1/responses",
                 "stream": bool(body.get("stream")),
                 "tools": tools,
-                "input_types": [i.get("type") for i in body.get("input") or [] if isinstance(i, dict)],
+                "input_types": [
+                    i.get("type") for i in body.get("input") or [] if isinstance(i, dict)
+                ],
                 "scripted": tag,
                 "answer": item,
                 **({"body": body} if os.environ.get("FAKE_OPENAI_BODIES") == "1" else {}),
@@ -242,13 +249,6 @@ class Handler(BaseHTTPRequestHandler):
 
 
 # -- the driver: runs inside `unshare -n`, with only loopback -----------------------
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def run_one(run: dict[str, Any], out: Path) -> dict[str, Any]:

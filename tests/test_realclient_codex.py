@@ -460,12 +460,27 @@ def test_shell_turn_then_apply_patch_turn(tmp_path: Path, codex: str, hermetic: 
     turns = [cp for cp in cps if cp["kind"] == "turn"]
     print(f"[realclient] recorded: {[(t['label'], files_of(t)) for t in turns]}")
     assert [t["prompt"] for t in turns] == [PROMPTS["turn-s"], PROMPTS["turn-p"]], cps
+    patched = {"g.txt": "modified", "new.txt": "added", "d.txt": "deleted"}
+    patched |= {"m.txt": "deleted", "moved.txt": "added"}
     assert files_of(turns[0]) == {"b.txt": "deleted", "f.txt": "modified", "e.txt": "added"}
-    # TODO(codex support): the apply_patch turn's files are found by the turn's
-    # capture today; the new code must also attribute them to the tool (its
-    # checkpoint naming g.txt, new.txt, d.txt, m.txt -> moved.txt, parsed from the
-    # patch in tool_input.command), and show the tool as apply_patch, not Bash.
-    assert set(files_of(turns[1])) == {"g.txt", "new.txt", "d.txt", "m.txt", "moved.txt"}, turns[1]
+    assert files_of(turns[1]) == patched, turns[1]
+    tools = [
+        [(t["tool_name"], t["command"], files_of(t)) for t in cps if t["parent"] == turn["id"]]
+        for turn in turns
+    ]
+    assert tools == [
+        [
+            ("Bash", "rm b.txt", {"b.txt": "deleted"}),
+            ("Bash", "sed -i 's/as committed/by sed/' f.txt", {"f.txt": "modified"}),
+            ("Bash", "echo x > e.txt", {"e.txt": "added"}),
+        ],
+        # Today tool_input.command is taken for a shell command: the whole patch.
+        # TODO(codex support): the new code must read apply_patch's tool_input.command
+        # as a patch: name the tool by the files it touches (g.txt, new.txt, d.txt,
+        # m.txt -> moved.txt, from the *** Update/Add/Delete File and *** Move to
+        # lines) rather than show the patch text as its command.
+        [("apply_patch", PATCH, patched)],
+    ], tools
 
     cli_ok(root, "undo")
     assert tree(root) == after_edits(REPO, SHELL_TURN), "undo takes back the patch turn"
@@ -495,11 +510,12 @@ def test_sigint_during_a_slow_shell_tool(tmp_path: Path, codex: str, hermetic: P
     assert (root / "b.txt").read_bytes() == REPO["b.txt"].encode(), f"undo restores b.txt: {out}"
     (turn,) = [cp for cp in listed(root) if cp["kind"] == "turn"]
     assert files_of(turn) == {"b.txt": "deleted"} and turn["undone"], turn
-    print(f"[realclient] the interrupted turn: {turn['reason']!r} {turn['label']!r}")
-    # TODO(codex support): Codex sends Interrupt (with turn_id, no reason) before
-    # SessionEnd (reason "other"); the new code must close the turn on Interrupt as
-    # interrupted: reason "interrupted", label "interrupted: <prompt>", as for
-    # Claude Code's SessionEnd after Ctrl-C.
+    # Today the SessionEnd (reason "other") that follows closes the open turn.
+    # TODO(codex support): Codex sends Interrupt (with turn_id, no reason) first;
+    # the new code must close the turn on Interrupt already (SessionEnd hooks get
+    # at most 3 s and may be cut off), with the same reason and label.
+    assert turn["reason"] == "interrupted", turn
+    assert turn["label"] == f"interrupted: {PROMPTS['turn-i']}", turn
     no_hook_failures()
 
 
@@ -560,7 +576,13 @@ def test_records_what_the_client_sends_to_the_hooks(
 
     root, log = wired_repo(tmp_path / "int", hermetic)
     interrupt = {"gone": str(root / "b.txt"), "signal": "SIGINT", "after": 1.0}
-    drive(tmp_path / "int", codex, root, SLOW_TURN, [{"prompt": PROMPTS["turn-i"], "interrupt": interrupt}])
+    drive(
+        tmp_path / "int",
+        codex,
+        root,
+        SLOW_TURN,
+        [{"prompt": PROMPTS["turn-i"], "interrupt": interrupt}],
+    )
     steps = as_steps(anonymised(read_payloads(log), root, hermetic), SLOW_TURN)
     how = "codex exec PROMPT (as session.json); SIGINT to codex 1 s into `rm b.txt; sleep 30`"
     record_or_compare("interrupted.json", steps, how, codex)
