@@ -1,0 +1,588 @@
+"""The real OpenAI Codex CLI, its command hooks wired to ``snapshotter hook``, then undo.
+
+Opt-in: ``pytest -m realclient`` (the default run leaves these out). Needs the
+``codex`` CLI (``npm install --prefix ../codex-cli @openai/codex`` next to this
+checkout, ``npm install -g @openai/codex``, or its path in ``SNAPSHOTTER_CODEX``)
+and ``unshare`` with ``ip``, as ``test_realclient_claude.py``: each ``codex exec``
+runs in a network namespace with only loopback, against the fake Responses API
+of ``fake_openai.py`` that scripts its ``exec_command`` and ``apply_patch``
+calls, in a PID namespace of its own. The hooks are the real ones:
+``snapshotter hook`` processes started by Codex, their payloads also appended
+to a log by ``tee``.
+
+Codex runs a hook from ``.codex/hooks.json`` only if the project is trusted
+(``[projects."ROOT"] trust_level = "trusted"``) and the hook itself is
+(``[hooks.state."KEY"] trusted_hash = "sha256:…"`` in ``$CODEX_HOME/config.toml``);
+an untrusted hook is skipped without a word. ``trusted_hashes`` computes those
+hashes as Codex 0.169 does; ``test_codex_agrees_with_our_trusted_hashes`` asks
+Codex itself (``codex app-server``, ``hooks/list``) whether it agrees.
+
+``SNAPSHOTTER_RECORD_FIXTURES=1 pytest -m realclient -k records`` writes what the
+client sent into ``fixtures/sessions/codex/`` (``session.json``,
+``interrupted.json``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from builders import files_of, listed, make_repo
+from test_realclient_claude import (
+    LO_UP,
+    UNSHARE,
+    _unshare_works,
+    anonymised,
+    cli_ok,
+    no_hook_failures,
+    read_payloads,
+)
+
+pytestmark = pytest.mark.realclient
+
+HERE = Path(__file__).parent
+FAKE = HERE / "fake_openai.py"
+FIXTURES = HERE.parent / "fixtures" / "sessions" / "codex"
+VENV_BIN = Path(sys.executable).parent
+# Where the brief's `npm install --prefix ../codex-cli @openai/codex` puts it.
+NEXT_TO_CHECKOUT = HERE.parent.parent / "codex-cli" / "node_modules" / ".bin" / "codex"
+CODEX = (
+    os.environ.get("SNAPSHOTTER_CODEX")
+    or shutil.which("codex")
+    or (str(NEXT_TO_CHECKOUT) if NEXT_TO_CHECKOUT.exists() else None)
+)
+# Inside the namespace every port is free; the provider's base_url names this one.
+PORT = 18080
+# A model of Codex's own catalogue, so that it offers apply_patch (as a freeform
+# tool); with an unknown slug it falls back to metadata without apply_patch.
+MODEL = "gpt-5.5"
+KEY_ENV = "FAKE_OPENAI_KEY"
+
+REPO = {
+    "f.txt": "f as committed\n",
+    "g.txt": "g as committed\n",
+    "b.txt": "b as committed\n",
+    "d.txt": "d as committed\n",
+    "m.txt": "m as committed\n",
+}
+# Codex's hook events (0.169): the ones snapshotter wants, and Interrupt.
+EVENTS = [
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "Stop",
+    "SessionEnd",
+    "Interrupt",
+]
+# The labels in hook-state keys and trust hashes (codex-rs/hooks/src/lib.rs).
+EVENT_LABELS = {
+    "PreToolUse": "pre_tool_use",
+    "PermissionRequest": "permission_request",
+    "PostToolUse": "post_tool_use",
+    "PreCompact": "pre_compact",
+    "PostCompact": "post_compact",
+    "SessionStart": "session_start",
+    "SessionEnd": "session_end",
+    "UserPromptSubmit": "user_prompt_submit",
+    "SubagentStart": "subagent_start",
+    "SubagentStop": "subagent_stop",
+    "Stop": "stop",
+    "Interrupt": "interrupt",
+}
+# Timeouts are seconds. SessionEnd and Interrupt hooks get 1 s unless told, at
+# most 3 (Codex clamps, with a warning); the others 600.
+SHORT_TIMEOUT_EVENTS = {"SessionEnd", "Interrupt"}
+
+
+def effective_timeout(event: str, timeout: int | None) -> int:
+    if event in SHORT_TIMEOUT_EVENTS:
+        return min(timeout or 1, 3)
+    return max(timeout or 600, 1)
+
+
+def trusted_hash(event: str, matcher: str | None, handler: dict[str, Any]) -> str:
+    """Codex's trust identity of one command hook (0.169; codex-rs/hooks/src/engine/discovery.rs
+    ``command_hook_hash``, codex-rs/config/src/fingerprint.rs ``version_for_toml``).
+
+    The hook normalised to ``{"event_name": LABEL, "matcher"?: M, "hooks": [{"type":
+    "command", "command": C, "timeout": SECONDS, "async": BOOL, "statusMessage"?: S}]}``
+    (absent fields left out, the timeout filled in), as JSON with sorted keys and no
+    whitespace, then ``"sha256:" + hexdigest``. Events without matchers (UserPromptSubmit,
+    Stop, SessionEnd, Interrupt) ignore a group's matcher; we write none.
+    """
+    hook: dict[str, Any] = {
+        "type": "command",
+        "command": handler["command"],
+        "timeout": effective_timeout(event, handler.get("timeout")),
+        "async": bool(handler.get("async", False)),
+    }
+    if handler.get("statusMessage") is not None:
+        hook["statusMessage"] = handler["statusMessage"]
+    identity: dict[str, Any] = {"event_name": EVENT_LABELS[event], "hooks": [hook]}
+    if matcher is not None:
+        identity["matcher"] = matcher
+    raw = json.dumps(identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(raw.encode()).hexdigest()
+
+
+def trusted_hashes(hooks_json: Path) -> dict[str, str]:
+    """Hook-state key (``PATH:LABEL:GROUP:HANDLER``) -> trusted hash, for each hook of the file."""
+    config = json.loads(hooks_json.read_text())
+    found = {}
+    for event, groups in config["hooks"].items():
+        for g, group in enumerate(groups):
+            for h, handler in enumerate(group["hooks"]):
+                key = f"{hooks_json}:{EVENT_LABELS[event]}:{g}:{h}"
+                found[key] = trusted_hash(event, group.get("matcher"), handler)
+    return found
+
+
+def toml_str(text: str) -> str:
+    return json.dumps(text)  # a JSON string is a TOML basic string for these texts
+
+
+def provider_config(home: Path) -> None:
+    """``$CODEX_HOME/config.toml``: the fake API as the model provider (not init's business)."""
+    codex_home = home / ".codex"
+    codex_home.mkdir(parents=True, exist_ok=True)
+    (codex_home / "config.toml").write_text(
+        f"model = {toml_str(MODEL)}\n"
+        'model_provider = "fake"\n'
+        "check_for_update_on_startup = false\n\n"
+        "[model_providers.fake]\n"
+        'name = "fake"\n'
+        f'base_url = "http://127.0.0.1:{PORT}/v1"\n'
+        'wire_api = "responses"\n'
+        f"env_key = {toml_str(KEY_ENV)}\n"
+    )
+
+
+TRUST_MARK = "# -- project and hook trust (trust_hooks rewrites from here) --\n"
+
+
+def trust_hooks(root: Path, home: Path) -> None:
+    """Trust the project and every hook of its ``.codex/hooks.json``, in
+    ``$CODEX_HOME/config.toml`` (rewriting what an earlier call wrote: a TOML table
+    twice is an error, and Codex then loads no hooks at all)."""
+    config = home / ".codex" / "config.toml"
+    base = config.read_text() if config.exists() else ""
+    lines = [TRUST_MARK, f"[projects.{toml_str(str(root))}]", 'trust_level = "trusted"']
+    for key, digest in trusted_hashes(root / ".codex" / "hooks.json").items():
+        lines += [f"\n[hooks.state.{toml_str(key)}]", f"trusted_hash = {toml_str(digest)}"]
+    config.write_text(base.split(TRUST_MARK)[0] + "\n".join(lines) + "\n")
+
+
+def wire_codex(root: Path, home: Path, command: str = "snapshotter hook") -> None:
+    """``.codex/hooks.json`` running ``command`` on every event, trusted.
+
+    TODO(init codex): this is what ``snapshotter init codex --trust`` is to do;
+    replace the body by that command (run in ``root`` with HOME=home) and keep the
+    assertion that every hook is the plain ``snapshotter hook`` and trusted.
+    """
+    matchers = {"PreToolUse", "PostToolUse"}
+    hooks = {
+        event: [
+            {
+                **({"matcher": "*"} if event in matchers else {}),
+                "hooks": [
+                    {
+                        "type": "command",
+                        "command": command,
+                        # SessionEnd and Interrupt hooks are killed after 1 s unless
+                        # told otherwise, and 3 s is the most Codex allows them.
+                        **({"timeout": 3} if event in SHORT_TIMEOUT_EVENTS else {}),
+                    }
+                ],
+            }
+        ]
+        for event in EVENTS
+    }
+    (root / ".codex").mkdir(exist_ok=True)
+    (root / ".codex" / "hooks.json").write_text(json.dumps({"hooks": hooks}, indent=2) + "\n")
+    trust_hooks(root, home)
+
+
+def wrap_hooks(root: Path, home: Path, log: Path) -> None:
+    """Every hook's payload appended to ``log`` too, before ``snapshotter hook`` reads it;
+    trusted again (the hash covers the command)."""
+    path = root / ".codex" / "hooks.json"
+    config = json.loads(path.read_text())
+    tee = f"sh -c 'tee -a {shlex.quote(str(log))} | snapshotter hook'"
+    for groups in config["hooks"].values():
+        for group in groups:
+            for hook in group["hooks"]:
+                hook["command"] = tee
+    path.write_text(json.dumps(config, indent=2) + "\n")
+    trust_hooks(root, home)
+
+
+def wired_repo(tmp_path: Path, home: Path) -> tuple[Path, Path]:
+    """A committed repository whose hooks are wired and wrapped: (root, payload log)."""
+    root = make_repo(tmp_path / "repo", REPO)
+    provider_config(home)
+    wire_codex(root, home)
+    log = tmp_path / "hooks.jsonl"
+    wrap_hooks(root, home, log)
+    return root, log
+
+
+@pytest.fixture(scope="module")
+def codex() -> str:
+    if CODEX is None:
+        pytest.skip("the codex CLI is not installed (npm install -g @openai/codex)")
+    why = _unshare_works()
+    if why is not None:
+        pytest.skip(why)
+    return CODEX
+
+
+def client_env(codex: str, home: Path) -> dict[str, str]:
+    """This test's environment (its HOME), CODEX_HOME in it, this venv's snapshotter first."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CODEX_"))}
+    path = os.pathsep.join([str(VENV_BIN), str(Path(codex).parent), env.get("PATH", "")])
+    return {**env, "PATH": path, "CODEX_HOME": str(home / ".codex"), KEY_ENV: "test"}
+
+
+# Codex's own sandbox (bubblewrap/Landlock) is not what is tested, and the
+# namespaces already keep the tools in; no approval prompts in exec mode.
+EXEC_FLAGS = ["--dangerously-bypass-approvals-and-sandbox", "--color", "never"]
+
+
+def drive(
+    tmp_path: Path, codex: str, root: Path, script: dict[str, Any], runs: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """Each run is ``codex exec PROMPT`` in ``root`` (the first starts the session, the rest
+    ``codex exec resume --last``), against the fake API, all in one namespace."""
+    work = tmp_path / "client"
+    work.mkdir(exist_ok=True)
+    env = client_env(codex, Path(os.environ["HOME"]))
+    spec_runs = []
+    for index, run in enumerate(runs):
+        if index == 0:
+            argv = [codex, "exec", *EXEC_FLAGS, run["prompt"]]
+        else:
+            argv = [codex, "exec", "resume", "--last", *EXEC_FLAGS[:1], run["prompt"]]
+        spec_runs.append({"argv": argv, "cwd": str(root), "env": env, "timeout": 90, **run})
+    spec = {
+        "out": str(work / "summary.json"),
+        "requests": str(work / "requests.jsonl"),
+        "port": PORT,
+        "script": {key: [a["answer"] for a in answers] for key, answers in script.items()},
+        "runs": spec_runs,
+    }
+    (work / "spec.json").write_text(json.dumps(spec))
+    done = subprocess.run(
+        [*UNSHARE, "sh", "-c", LO_UP, sys.executable, str(FAKE), str(work / "spec.json")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, f"the driver failed: {done.stderr}"
+    summary: dict[str, Any] = json.loads((work / "summary.json").read_text())
+    print(f"\n[realclient] {summary['runs']}")
+    return summary
+
+
+def succeeded(summary: dict[str, Any], tmp_path: Path) -> None:
+    codes = [r["returncode"] for r in summary["runs"]]
+    err = (tmp_path / "client" / "summary.stderr").read_text(errors="replace")
+    assert codes == [0] * len(codes), f"codex exit codes {codes}; its stderr: {err}"
+
+
+# The answers of the fake API, by the key in the prompt; each with what it does to
+# the tree ("edits", as fixtures/sessions/*.json: write or delete), which the
+# recorded fixtures carry between the tool's PreToolUse and PostToolUse.
+PATCH = """*** Begin Patch
+*** Update File: g.txt
+@@
+-g as committed
++g patched
+*** Add File: new.txt
++new by apply_patch
+*** Delete File: d.txt
+*** Update File: m.txt
+*** Move to: moved.txt
+@@
+-m as committed
++m moved
+*** End Patch
+"""
+SHELL_TURN = {
+    "turn-s": [
+        {"answer": {"shell": "rm b.txt"}, "edits": [{"op": "delete", "path": "b.txt"}]},
+        {
+            "answer": {"shell": "sed -i 's/as committed/by sed/' f.txt"},
+            "edits": [{"op": "write", "path": "f.txt", "content": "f by sed\n"}],
+        },
+        {
+            "answer": {"shell": "echo x > e.txt"},
+            "edits": [{"op": "write", "path": "e.txt", "content": "x\n"}],
+        },
+        {"answer": {"text": "Shell edits done."}},
+    ]
+}
+PATCH_TURN = {
+    "turn-p": [
+        {
+            "answer": {"patch": PATCH},
+            "edits": [
+                {"op": "write", "path": "g.txt", "content": "g patched\n"},
+                {"op": "write", "path": "new.txt", "content": "new by apply_patch\n"},
+                {"op": "delete", "path": "d.txt"},
+                {"op": "delete", "path": "m.txt"},
+                {"op": "write", "path": "moved.txt", "content": "m moved\n"},
+            ],
+        },
+        {"answer": {"text": "Patched."}},
+    ]
+}
+SLOW_TURN = {
+    "turn-i": [
+        {"answer": {"shell": "rm b.txt; sleep 30"}, "edits": [{"op": "delete", "path": "b.txt"}]},
+        {"answer": {"text": "Removed b."}},
+    ]
+}
+PROMPTS = {
+    "turn-s": "[turn-s] Remove b.txt, edit f.txt with sed, write e.txt",
+    "turn-p": "[turn-p] Patch g.txt, add new.txt, delete d.txt, move m.txt",
+    "turn-i": "[turn-i] Remove b.txt",
+}
+
+
+def tree(root: Path) -> dict[str, str]:
+    """The worktree's files (not .git, not .codex): path -> text."""
+    return {
+        p.relative_to(root).as_posix(): p.read_text()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.relative_to(root).parts[0] not in {".git", ".codex"}
+    }
+
+
+def after_edits(files: dict[str, str], *turns: dict[str, Any]) -> dict[str, str]:
+    result = dict(files)
+    for turn in turns:
+        for answers in turn.values():
+            for answer in answers:
+                for edit in answer.get("edits", []):
+                    if edit["op"] == "write":
+                        result[edit["path"]] = edit["content"]
+                    else:
+                        result.pop(edit["path"], None)
+    return result
+
+
+def names(payloads: list[dict[str, Any]]) -> list[str]:
+    return [str(p["hook_event_name"]) for p in payloads]
+
+
+def test_codex_agrees_with_our_trusted_hashes(tmp_path: Path, codex: str, hermetic: Path) -> None:
+    """Codex's own ``hooks/list`` (app-server, JSON-RPC on stdio) sees every wired hook as
+    trusted, with the hash and key ``trusted_hashes`` computed."""
+    root, _ = wired_repo(tmp_path, hermetic)
+    requests = [
+        {"id": 1, "method": "initialize", "params": {"clientInfo": {"name": "t", "version": "1"}}},
+        {"method": "initialized"},
+        {"id": 2, "method": "hooks/list", "params": {"cwds": [str(root)]}},
+    ]
+    proc = subprocess.Popen(
+        [codex, "app-server"],
+        cwd=root,
+        env=client_env(codex, hermetic),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write("".join(json.dumps(r) + "\n" for r in requests))
+    proc.stdin.flush()
+    answer: dict[str, Any] = {}
+    try:
+        for line in proc.stdout:
+            message = json.loads(line)
+            if message.get("id") == 2:
+                answer = message
+                break
+    finally:
+        proc.kill()
+        proc.wait()
+    (listed_cwd,) = answer["result"]["data"]
+    hooks = {h["key"]: h for h in listed_cwd["hooks"]}
+    ours = trusted_hashes(root / ".codex" / "hooks.json")
+    assert set(hooks) == set(ours), f"Codex lists other hooks: {sorted(hooks)}"
+    for key, hook in hooks.items():
+        assert hook["currentHash"] == ours[key], f"{key}: Codex hashes {hook}"
+        assert hook["trustStatus"] == "trusted" and hook["enabled"], hook
+    assert not listed_cwd.get("warnings"), listed_cwd["warnings"]
+
+
+def test_shell_turn_then_apply_patch_turn(tmp_path: Path, codex: str, hermetic: Path) -> None:
+    """Turn 1 runs three shell commands, turn 2 (``exec resume``) one apply_patch; then undo."""
+    root, log = wired_repo(tmp_path, hermetic)
+    runs = [{"prompt": PROMPTS["turn-s"]}, {"prompt": PROMPTS["turn-p"]}]
+    summary = drive(tmp_path, codex, root, {**SHELL_TURN, **PATCH_TURN}, runs)
+    succeeded(summary, tmp_path)
+    served = [(k, s) for k, s in summary["served"]]
+    assert served == [("turn-s", i) for i in range(4)] + [("turn-p", i) for i in range(2)]
+    assert tree(root) == after_edits(REPO, SHELL_TURN, PATCH_TURN), "the scripted tools ran"
+
+    payloads = read_payloads(log)
+    tool = ["PreToolUse", "PostToolUse"]
+    turn1 = ["SessionStart", "UserPromptSubmit", *tool * 3, "Stop", "SessionEnd"]
+    turn2 = ["SessionStart", "UserPromptSubmit", *tool, "Stop", "SessionEnd"]
+    assert names(payloads) == turn1 + turn2, names(payloads)
+    pre = [p for p in payloads if p["hook_event_name"] == "PreToolUse"]
+    assert [(p["tool_name"], p["tool_input"]) for p in pre] == [
+        ("Bash", {"command": "rm b.txt"}),
+        ("Bash", {"command": "sed -i 's/as committed/by sed/' f.txt"}),
+        ("Bash", {"command": "echo x > e.txt"}),
+        ("apply_patch", {"command": PATCH}),
+    ]
+    assert [p["tool_use_id"] for p in pre] == [
+        "call_turn-s_00",
+        "call_turn-s_01",
+        "call_turn-s_02",
+        "call_turn-p_00",
+    ], "tool_use_id is the model's call_id"
+    assert len({p["session_id"] for p in payloads}) == 1, "resume keeps the session id"
+
+    cps = listed(root)
+    turns = [cp for cp in cps if cp["kind"] == "turn"]
+    print(f"[realclient] recorded: {[(t['label'], files_of(t)) for t in turns]}")
+    assert [t["prompt"] for t in turns] == [PROMPTS["turn-s"], PROMPTS["turn-p"]], cps
+    patched = {"g.txt": "modified", "new.txt": "added", "d.txt": "deleted"}
+    patched |= {"m.txt": "deleted", "moved.txt": "added"}
+    assert files_of(turns[0]) == {"b.txt": "deleted", "f.txt": "modified", "e.txt": "added"}
+    assert files_of(turns[1]) == patched, turns[1]
+    tools = [
+        [(t["tool_name"], t["command"], files_of(t)) for t in cps if t["parent"] == turn["id"]]
+        for turn in turns
+    ]
+    assert tools == [
+        [
+            ("Bash", "rm b.txt", {"b.txt": "deleted"}),
+            ("Bash", "sed -i 's/as committed/by sed/' f.txt", {"f.txt": "modified"}),
+            ("Bash", "echo x > e.txt", {"e.txt": "added"}),
+        ],
+        # Today tool_input.command is taken for a shell command: the whole patch.
+        # TODO(codex support): the new code must read apply_patch's tool_input.command
+        # as a patch: name the tool by the files it touches (g.txt, new.txt, d.txt,
+        # m.txt -> moved.txt, from the *** Update/Add/Delete File and *** Move to
+        # lines) rather than show the patch text as its command.
+        [("apply_patch", PATCH, patched)],
+    ], tools
+
+    cli_ok(root, "undo")
+    assert tree(root) == after_edits(REPO, SHELL_TURN), "undo takes back the patch turn"
+    cli_ok(root, "undo")
+    assert tree(root) == REPO, "a second undo takes back the shell turn"
+    cli_ok(root, "redo")
+    assert tree(root) == after_edits(REPO, SHELL_TURN)
+    no_hook_failures()
+
+
+def test_sigint_during_a_slow_shell_tool(tmp_path: Path, codex: str, hermetic: Path) -> None:
+    """``rm b.txt; sleep 30``, SIGINT to ``codex exec`` while it sleeps: which events come."""
+    root, log = wired_repo(tmp_path, hermetic)
+    interrupt = {"gone": str(root / "b.txt"), "signal": "SIGINT", "after": 1.0}
+    summary = drive(
+        tmp_path, codex, root, SLOW_TURN, [{"prompt": PROMPTS["turn-i"], "interrupt": interrupt}]
+    )
+    assert summary["runs"][0]["note"] == "sent SIGINT", summary
+    assert summary["runs"][0]["seconds"] < 25, "codex stopped before the tool's sleep ended"
+    assert not (root / "b.txt").exists()
+    got = names(read_payloads(log))
+    print(f"[realclient] SIGINT: codex sent {got}")
+    assert got[:3] == ["SessionStart", "UserPromptSubmit", "PreToolUse"], got
+    assert "PostToolUse" not in got and "Stop" not in got, got
+
+    out = cli_ok(root, "undo")
+    assert (root / "b.txt").read_bytes() == REPO["b.txt"].encode(), f"undo restores b.txt: {out}"
+    (turn,) = [cp for cp in listed(root) if cp["kind"] == "turn"]
+    assert files_of(turn) == {"b.txt": "deleted"} and turn["undone"], turn
+    # Today the SessionEnd (reason "other") that follows closes the open turn.
+    # TODO(codex support): Codex sends Interrupt (with turn_id, no reason) first;
+    # the new code must close the turn on Interrupt already (SessionEnd hooks get
+    # at most 3 s and may be cut off), with the same reason and label.
+    assert turn["reason"] == "interrupted", turn
+    assert turn["label"] == f"interrupted: {PROMPTS['turn-i']}", turn
+    no_hook_failures()
+
+
+def as_steps(payloads: list[dict[str, Any]], script: dict[str, Any]) -> list[dict[str, Any]]:
+    """Events, each PreToolUse followed by what its tool did to the tree ("edits")."""
+    by_call = {
+        f"call_{key}_{step:02d}": answer.get("edits", [])
+        for key, answers in script.items()
+        for step, answer in enumerate(answers)
+    }
+    steps: list[dict[str, Any]] = []
+    for event in payloads:
+        steps.append({"event": event})
+        if event["hook_event_name"] == "PreToolUse":
+            steps.append({"edits": by_call[event["tool_use_id"]]})
+    return steps
+
+
+def shape(steps: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
+    """What must not drift: each event's name and field names, in order."""
+    return [(s["event"]["hook_event_name"], sorted(s["event"])) for s in steps if "event" in s]
+
+
+def record_or_compare(name: str, steps: list[dict[str, Any]], how: str, codex: str) -> None:
+    path = FIXTURES / name
+    if os.environ.get("SNAPSHOTTER_RECORD_FIXTURES") == "1":
+        version = subprocess.run([codex, "--version"], capture_output=True, text=True, check=False)
+        recorded = {
+            "client": version.stdout.strip(),
+            "how": how,
+            "repo": REPO,
+            "steps": steps,
+        }
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(recorded, indent=1) + "\n")
+    stored = json.loads(path.read_text())
+    assert shape(steps) == shape(stored["steps"]), (
+        f"Codex now sends other events or fields than {name} holds (recorded from "
+        f"{stored['client']}); re-record with SNAPSHOTTER_RECORD_FIXTURES=1"
+    )
+
+
+def test_records_what_the_client_sends_to_the_hooks(
+    tmp_path: Path, codex: str, hermetic: Path
+) -> None:
+    """The payloads of a real session (two turns), and of one stopped by SIGINT, match the
+    shape of the recorded fixtures (or are recorded)."""
+    root, log = wired_repo(tmp_path / "two", hermetic)
+    runs = [{"prompt": PROMPTS["turn-s"]}, {"prompt": PROMPTS["turn-p"]}]
+    script = {**SHELL_TURN, **PATCH_TURN}
+    drive(tmp_path / "two", codex, root, script, runs)
+    steps = as_steps(anonymised(read_payloads(log), root, hermetic), script)
+    how = (
+        f"codex exec {' '.join(EXEC_FLAGS)} PROMPT, then codex exec resume --last PROMPT; "
+        f"model {MODEL} on a fake Responses API; hooks from .codex/hooks.json, all trusted"
+    )
+    record_or_compare("session.json", steps, how, codex)
+
+    root, log = wired_repo(tmp_path / "int", hermetic)
+    interrupt = {"gone": str(root / "b.txt"), "signal": "SIGINT", "after": 1.0}
+    drive(
+        tmp_path / "int",
+        codex,
+        root,
+        SLOW_TURN,
+        [{"prompt": PROMPTS["turn-i"], "interrupt": interrupt}],
+    )
+    steps = as_steps(anonymised(read_payloads(log), root, hermetic), SLOW_TURN)
+    how = "codex exec PROMPT (as session.json); SIGINT to codex 1 s into `rm b.txt; sleep 30`"
+    record_or_compare("interrupted.json", steps, how, codex)
