@@ -160,3 +160,27 @@ def test_the_readme_shows_what_init_writes(tmp_path: Path, runtime: str) -> None
     after = readme[readme.index(heading) :]
     block = after[after.index("```json\n") + len("```json\n") : after.index("```\n", 8)]
     assert json.loads(block) == json.loads(dry.stdout), f"README's {runtime} block is stale"
+
+
+def test_init_codex_trust_records_each_hook_once(tmp_path: Path) -> None:
+    import tomllib
+
+    root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
+    codex_home = tmp_path / "codex-home"
+    codex_home.mkdir()
+    (codex_home / "config.toml").write_text('model = "theirs"\n')
+    env = {"CODEX_HOME": str(codex_home)}
+    first = run_cli("init", "codex", "-C", root, "--trust", env=env)
+    assert first.returncode == 0 and "trusted" in first.stderr, first
+    config = tomllib.loads((codex_home / "config.toml").read_text())
+    assert config["model"] == "theirs" and config["projects"][str(root)] == {
+        "trust_level": "trusted"
+    }
+    hooks = json.loads((root / ".codex/hooks.json").read_text())["hooks"]
+    state = config["hooks"]["state"]
+    assert len(state) == sum(len(groups) for groups in hooks.values()), state
+    assert all(v["trusted_hash"].startswith("sha256:") for v in state.values())
+    before = (codex_home / "config.toml").read_text()
+    again = run_cli("init", "codex", "-C", root, "--trust", env=env)
+    assert again.returncode == 0 and "trust" not in again.stderr, again
+    assert (codex_home / "config.toml").read_text() == before, "no table is written twice"

@@ -35,6 +35,12 @@ AGENTS = ("claude-code", "docker-agent", "codex", "gemini", "copilot", "cursor",
     metavar="NAME",
     help="docker-agent: the agent in FILE to wire (default: root, else the first).",
 )
+@click.option(
+    "--trust",
+    is_flag=True,
+    help="codex: also trust the project and these hooks in $CODEX_HOME/config.toml "
+    "(Codex skips untrusted hooks silently).",
+)
 @click.option("--dry-run", is_flag=True, help="Print the result; write nothing.")
 def init(
     agent: str,
@@ -42,13 +48,14 @@ def init(
     directory: str,
     global_: bool,
     agent_name: str | None,
+    trust: bool,
     dry_run: bool,
 ) -> None:
     """Wire snapshotter's hooks into an agent's configuration.
 
     \b
     claude-code  .claude/settings.json
-    codex        .codex/hooks.json (Codex runs a hook only once you trust it: /hooks)
+    codex        .codex/hooks.json (Codex runs a hook only once trusted: /hooks, or --trust)
     gemini       .gemini/settings.json (timeouts in ms)
     copilot      .github/hooks/snapshotter.json
     cursor       .cursor/hooks.json
@@ -78,7 +85,13 @@ def init(
         folder = Path.home() if global_ else project
         path = agent_setup.config_path(dialect, folder, global_=global_)
         setup = agent_setup.setup_json(path, dialect, dry_run=dry_run, command=command)
-        notes = agent_setup.notes_for(dialect, project)
+        if trust and agent != "codex":
+            raise click.UsageError("--trust is for codex")
+        if trust and not dry_run:
+            trusted = agent_setup.trust_codex(path, project if not global_ else folder)
+            if trusted.changed:
+                notes.append(f"{trusted.path}: the project and snapshotter's hooks trusted")
+        notes += agent_setup.notes_for(dialect, project, trusted=trust)
     if dry_run:
         click.echo(setup.text, nl=False)
     elif not setup.changed:

@@ -49,3 +49,53 @@ def patch_paths(text: str) -> list[str]:
                 if path:
                     found.append(path)
     return found
+
+
+# -- trust: Codex runs a hook only once its hash is in $CODEX_HOME/config.toml ------------------
+
+# Its events as its hook-state keys name them.
+LABELS = {
+    "PreToolUse": "pre_tool_use",
+    "PermissionRequest": "permission_request",
+    "PostToolUse": "post_tool_use",
+    "PreCompact": "pre_compact",
+    "PostCompact": "post_compact",
+    "SessionStart": "session_start",
+    "SessionEnd": "session_end",
+    "UserPromptSubmit": "user_prompt_submit",
+    "SubagentStart": "subagent_start",
+    "SubagentStop": "subagent_stop",
+    "Stop": "stop",
+    "Interrupt": "interrupt",
+}
+
+
+def trusted_hash(event: str, matcher: str | None, handler: dict[str, object]) -> str:
+    """Codex's trust identity of one command hook (0.169: codex-rs/hooks ``command_hook_hash``).
+
+    The hook as ``{"event_name", "matcher"?, "hooks": [{"type", "command", "timeout",
+    "async", "statusMessage"?}]}`` with its timeout filled in as Codex does (1 s by
+    default and 3 s at most for SessionEnd and Interrupt, else 600 by default), as
+    JSON with sorted keys and no whitespace; ``sha256:`` and its hex digest. Checked
+    against Codex itself (its app-server's ``hooks/list``) by the real-client tests.
+    """
+    import hashlib
+    import json
+
+    timeout = handler.get("timeout")
+    seconds = timeout if isinstance(timeout, int) and timeout > 0 else None
+    if event in DIALECT.budgeted:
+        seconds = min(seconds or 1, 3)
+    hook: dict[str, object] = {
+        "type": "command",
+        "command": handler.get("command"),
+        "timeout": seconds or 600,
+        "async": bool(handler.get("async", False)),
+    }
+    if handler.get("statusMessage") is not None:
+        hook["statusMessage"] = handler["statusMessage"]
+    identity: dict[str, object] = {"event_name": LABELS[event], "hooks": [hook]}
+    if matcher is not None:
+        identity["matcher"] = matcher
+    raw = json.dumps(identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(raw.encode()).hexdigest()
