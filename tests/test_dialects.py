@@ -158,3 +158,23 @@ def test_codex_interrupt_ends_the_turn_as_interrupted(tmp_path: Path) -> None:
     assert turn["label"] == "interrupted: remove b" and turn["reason"] == "interrupted", turn
     undo_ok(root)
     assert (root / "b.txt").read_text() == "b\n"
+
+
+def test_parallel_tools_without_ids_never_lose_an_edit(tmp_path: Path) -> None:
+    """Gemini and Copilot send no call id: two tools at once pair in order, and
+    whatever they changed is the turn's, so undo takes all of it back."""
+    root = make_repo(tmp_path / "r", {"a.txt": "a\n", "b.txt": "b\n"})
+    shell: dict[str, Any] = {"tool_name": "Bash", "tool_input": {"command": "edit"}}
+    hook_ok(claude_event("UserPromptSubmit", S, root, prompt="both at once"))
+    hook_ok(claude_event("PreToolUse", S, root, **shell))
+    hook_ok(claude_event("PreToolUse", S, root, **shell))
+    write(root, "b.txt", "B\n")
+    hook_ok(claude_event("PostToolUse", S, root, **shell))
+    write(root, "a.txt", "A\n")
+    hook_ok(claude_event("PostToolUse", S, root, **shell))
+    hook_ok(claude_event("Stop", S, root))
+    cps = listed(root)
+    (turn,) = [cp for cp in cps if cp["kind"] == "turn"]
+    assert {f["path"] for f in turn["files"]} == {"a.txt", "b.txt"}, cps
+    undo_ok(root)
+    assert (root / "a.txt").read_text() == "a\n" and (root / "b.txt").read_text() == "b\n"
