@@ -1,4 +1,4 @@
-"""The real Gemini CLI, its command hooks running ``snapshotter hook``, offline.
+"""The real Gemini CLI, its hooks wired by ``snapshotter init gemini``, then undo, offline.
 
 Opt-in: ``pytest -m realclient`` (the default run leaves these out). Needs the
 ``gemini`` CLI (``npm install --prefix DIR @google/gemini-cli``, then its
@@ -8,16 +8,15 @@ Opt-in: ``pytest -m realclient`` (the default run leaves these out). Needs the
 namespace of its own, against the fake Gemini API of ``fake_gemini.py``
 (``GOOGLE_GEMINI_BASE_URL``), which scripts its ``run_shell_command``,
 ``write_file`` and ``replace`` calls. Every hook's payload is appended to a log
-by a ``tee`` in front of ``snapshotter hook``.
-
-Today snapshotter does not know Gemini's event names, so these tests assert
-what holds today (the hooks ran, with these payloads; the tools changed the
-files) and ``test_undo_*`` is a strict xfail holding what Gemini support must
-make true (TODO: drop the xfail when ``snapshotter init gemini`` lands, and
-let ``wire_gemini`` call it).
+by a ``tee`` in front of the command ``snapshotter init gemini`` wrote. The
+hooks are the real ones: ``snapshotter hook`` processes started by Gemini CLI,
+on the six events init wires (SessionStart, BeforeAgent, BeforeTool,
+AfterTool, AfterAgent, SessionEnd); then ``undo``, ``redo`` and ``reset``
+must give back the bytes.
 
 ``SNAPSHOTTER_RECORD_FIXTURES=1 pytest -m realclient -k gemini`` writes what
-the client sent into ``fixtures/sessions/gemini/`` (see its README.md).
+the client sent into ``fixtures/sessions/gemini/`` (see its README.md;
+replayed by ``test_gemini_recorded.py`` in the default run).
 """
 
 from __future__ import annotations
@@ -52,20 +51,8 @@ VENV_BIN = Path(sys.executable).parent
 SESSION = "5a9e0000-0000-4000-8000-000000009e01"
 GEMINI = os.environ.get("SNAPSHOTTER_GEMINI") or shutil.which("gemini")
 MODEL = "gemini-2.5-flash"  # a concrete model: "auto" would add a routing request
-# Every event Gemini CLI 0.61 has a hook for (hooks/index.md).
-EVENTS = [
-    "SessionStart",
-    "BeforeAgent",
-    "BeforeModel",
-    "BeforeToolSelection",
-    "AfterModel",
-    "BeforeTool",
-    "AfterTool",
-    "AfterAgent",
-    "PreCompress",
-    "Notification",
-    "SessionEnd",
-]
+# The events ``snapshotter init gemini`` wires (of the eleven Gemini CLI 0.61 has).
+WIRED = ["SessionStart", "BeforeAgent", "BeforeTool", "AfterTool", "AfterAgent", "SessionEnd"]
 QUIET = {
     "GEMINI_API_KEY": "test",
     "GEMINI_TELEMETRY_ENABLED": "false",
@@ -110,42 +97,60 @@ def client_home(home: Path) -> None:
     (home / ".gemini" / "settings.json").write_text(json.dumps(settings, indent=2))
 
 
-def wire_gemini(root: Path, home: Path) -> None:
-    """``snapshotter hook`` on every event, in the project's ``.gemini/settings.json``,
-    and the folder trusted (``gemini -p`` in an untrusted folder exits 55).
-
-    TODO: replace by ``snapshotter init gemini`` once it exists.
-    """
-    hook = {"name": "snapshotter", "type": "command", "command": "snapshotter hook"}
-    hooks = {event: [{"matcher": "*", "hooks": [dict(hook, timeout=30000)]}] for event in EVENTS}
-    (root / ".gemini").mkdir(exist_ok=True)
-    (root / ".gemini" / "settings.json").write_text(json.dumps({"hooks": hooks}, indent=2))
+def wire_gemini(root: Path, home: Path, gemini: str) -> None:
+    """The hooks of ``snapshotter init gemini -C ROOT`` (this venv's ``snapshotter``, its
+    bin first on PATH, so init writes the plain command), checked; then what init does
+    not do: the folder trusted (``gemini -p`` in an untrusted folder exits 55) and the
+    user's login settings (``client_home``)."""
+    done = run_cli(
+        "init",
+        "gemini",
+        "-C",
+        root,
+        env=client_env(gemini),
+        command=[str(VENV_BIN / "snapshotter")],
+    )
+    assert done.returncode == 0, f"init gemini failed: {done.stderr}"
+    settings = json.loads((root / ".gemini" / "settings.json").read_text())
+    hooks = settings["hooks"]
+    assert list(hooks) == WIRED, f"init wires these events: {list(hooks)}"
+    entries = [(event, g, h) for event, groups in hooks.items() for g in groups for h in g["hooks"]]
+    assert {h["command"] for _, _, h in entries} == {"snapshotter hook"}, entries
+    assert all(h["type"] == "command" and h["timeout"] >= 1000 for _, _, h in entries), (
+        f"command hooks, timeouts in ms: {entries}"
+    )
+    assert {e: g.get("matcher") for e, g, _ in entries if e.endswith("Tool")} == {
+        "BeforeTool": "*",
+        "AfterTool": "*",
+    }, entries
+    client_home(home)
     trusted = home / ".gemini" / "trustedFolders.json"
     trusted.parent.mkdir(parents=True, exist_ok=True)
     trusted.write_text(json.dumps({str(root): "TRUST_FOLDER"}))
 
 
 def wrap_hooks(root: Path, log: Path) -> None:
-    """Every hook's payload appended to ``log`` (one line each), before ``snapshotter hook``
-    reads it; and the hook's environment, to ``log.env.jsonl``."""
+    """Every hook's payload appended to ``log`` (one line each), before the command init
+    wrote reads it; and the hook's environment, to ``log.env.jsonl``."""
     path = root / ".gemini" / "settings.json"
     settings = json.loads(path.read_text())
     env_log = shlex.quote(str(log.with_suffix(".env.jsonl")))
     dump_env = (
         f"{shlex.quote(sys.executable)} -c 'import json,os;print(json.dumps(dict(os.environ)))'"
     )
-    inner = f"{dump_env} >> {env_log}; tee -a {shlex.quote(str(log))} | snapshotter hook"
     for groups in settings["hooks"].values():
         for group in groups:
             for hook in group["hooks"]:
+                inner = (
+                    f"{dump_env} >> {env_log}; tee -a {shlex.quote(str(log))} | {hook['command']}"
+                )
                 hook["command"] = f"sh -c {shlex.quote(inner)}"
     path.write_text(json.dumps(settings, indent=2))
 
 
-def wired_repo(tmp_path: Path, home: Path, log: Path) -> Path:
+def wired_repo(tmp_path: Path, home: Path, log: Path, gemini: str) -> Path:
     root = make_repo(tmp_path / "repo", REPO)
-    client_home(home)
-    wire_gemini(root, home)
+    wire_gemini(root, home, gemini)
     wrap_hooks(root, log)
     return root
 
@@ -232,9 +237,10 @@ AFTER_TURNS = {"f.txt": "f by the agent\n", "g.txt": "g by the agent\n", "b.txt"
 
 
 def tree(root: Path) -> dict[str, str | None]:
-    """The fixture's files as they are now (None: gone)."""
+    """The fixture's files as they are now, byte for byte (None: gone)."""
     return {
-        rel: (root / rel).read_text() if (root / rel).exists() else None for rel in sorted(REPO)
+        rel: (root / rel).read_bytes().decode() if (root / rel).exists() else None
+        for rel in sorted(REPO)
     }
 
 
@@ -266,8 +272,10 @@ def as_steps(payloads: list[dict[str, Any]], scratch: Path) -> list[dict[str, An
 
 
 def shape(steps: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
-    """What must not drift: each event's name and field names, in order."""
-    return [(s["event"]["hook_event_name"], sorted(s["event"])) for s in steps if "event" in s]
+    """What must not drift: each wired event's name and field names, in order. (The
+    fixtures were recorded with every event wired; init wires six of them.)"""
+    events = [s["event"] for s in steps if "event" in s]
+    return [(e["hook_event_name"], sorted(e)) for e in events if e["hook_event_name"] in WIRED]
 
 
 def hook_envs(log: Path) -> list[dict[str, str]]:
@@ -303,7 +311,7 @@ def test_records_what_gemini_sends_to_the_hooks(
     """Two prompts in one session (the second resumes it): the hooks ran, in this order,
     with these fields, and the scripted tools changed the files."""
     log = tmp_path / "hooks.jsonl"
-    root = wired_repo(tmp_path, hermetic, log)
+    root = wired_repo(tmp_path, hermetic, log, gemini)
     runs = [{"prompt": PROMPTS["turn-1"]}, {"prompt": PROMPTS["turn-2"]}]
     summary = drive(tmp_path, gemini, root, {**TURN_1, **TURN_2}, runs)
     succeeded(summary, tmp_path)
@@ -333,8 +341,7 @@ def test_records_what_gemini_sends_to_the_hooks(
     assert {e["CLAUDE_PROJECT_DIR"] for e in envs} == {str(root)}
     assert {e["GEMINI_SESSION_ID"] for e in envs} == {SESSION}
 
-    # Today: snapshotter ran on every event and did not fail the client; what it
-    # made of Gemini's events is not asserted (TODO below and in test_undo_*).
+    # snapshotter ran on every event without failing the client (undo: test_undo_*).
     print(f"[realclient] snapshotter list --json: {listed(root)}")
     no_hook_failures()
 
@@ -345,7 +352,7 @@ def test_records_what_gemini_sends_to_the_hooks(
         steps,
         gemini,
         "gemini -p, two prompts (--session-id, then --resume), --approval-mode yolo; fake "
-        "Gemini API; every hook event wired to snapshotter hook",
+        "Gemini API; hooks from snapshotter init gemini",
         after=AFTER_TURNS,
     )
 
@@ -353,7 +360,7 @@ def test_records_what_gemini_sends_to_the_hooks(
 def test_interrupted_mid_tool(tmp_path: Path, gemini: str, hermetic: Path) -> None:
     """SIGINT to ``gemini`` while its shell tool sleeps (after ``rm b.txt``)."""
     log = tmp_path / "hooks.jsonl"
-    root = wired_repo(tmp_path, hermetic, log)
+    root = wired_repo(tmp_path, hermetic, log, gemini)
     interrupt = {"gone": str(root / "b.txt"), "signal": "SIGINT", "after": 1.0}
     runs = [{"prompt": PROMPTS["turn-b"], "interrupt": interrupt}]
     summary = drive(tmp_path, gemini, root, TURN_B, runs)
@@ -368,6 +375,19 @@ def test_interrupted_mid_tool(tmp_path: Path, gemini: str, hermetic: Path) -> No
     assert names.count("BeforeTool") == 1 and "AfterTool" not in names, names
     assert "AfterAgent" not in names, names
     assert names[-1] == "SessionEnd", f"SIGINT ends the session with SessionEnd: {names}"
+    no_hook_failures()
+
+    # snapshotter closed the turn at SessionEnd as interrupted; undo brings b.txt back.
+    turns = [cp for cp in listed(root) if cp["kind"] == "turn"]
+    assert [(t["reason"], t["prompt"], files_of(t)) for t in turns] == [
+        ("interrupted", PROMPTS["turn-b"], {"b.txt": "deleted"})
+    ], turns
+    shown = cli_ok(root, "list")
+    assert f"interrupted: {PROMPTS['turn-b']}" in shown, shown
+    cli_ok(root, "undo")
+    assert (root / "b.txt").read_bytes() == REPO["b.txt"].encode(), "undo brings b.txt back"
+    assert tree(root) == dict(REPO)
+
     steps = as_steps(anonymised(payloads, root, hermetic), tmp_path / "scratch")
     recorded(
         "interrupted.json",
@@ -379,14 +399,13 @@ def test_interrupted_mid_tool(tmp_path: Path, gemini: str, hermetic: Path) -> No
     )
 
 
-@pytest.mark.xfail(strict=True, reason="TODO: snapshotter does not know Gemini's hook events yet")
 def test_undo_restores_what_the_gemini_tools_changed(
     tmp_path: Path, gemini: str, hermetic: Path
 ) -> None:
-    """What Gemini support must make true: one turn per prompt, its tools nested under
-    it, and undo / redo giving back the bytes."""
+    """One turn per prompt, its tools nested under it, and undo / redo / reset giving
+    back the bytes."""
     log = tmp_path / "hooks.jsonl"
-    root = wired_repo(tmp_path, hermetic, log)  # TODO: snapshotter init gemini
+    root = wired_repo(tmp_path, hermetic, log, gemini)
     runs = [{"prompt": PROMPTS["turn-1"]}, {"prompt": PROMPTS["turn-2"]}]
     succeeded(drive(tmp_path, gemini, root, {**TURN_1, **TURN_2}, runs), tmp_path)
     assert tree(root) == AFTER_TURNS
