@@ -184,3 +184,15 @@ def test_init_codex_trust_records_each_hook_once(tmp_path: Path) -> None:
     again = run_cli("init", "codex", "-C", root, "--trust", env=env)
     assert again.returncode == 0 and "trust" not in again.stderr, again
     assert (codex_home / "config.toml").read_text() == before, "no table is written twice"
+
+
+def test_list_says_when_a_wired_worktree_has_received_no_event(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
+    assert init(root, "codex").returncode == 0
+    assert init(root, "gemini").returncode == 0
+    done = run_cli("list", "-C", root)
+    assert done.returncode == 0 and "no checkpoints" in done.stdout, done
+    lines = done.stderr.splitlines()
+    assert len(lines) == 2, done.stderr
+    assert "Codex CLI is wired here (.codex/hooks.json)" in lines[0] and "--trust" in lines[0]
+    assert "Gemini CLI is wired here" in lines[1] and "trusted folder" in lines[1]

@@ -232,9 +232,33 @@ def trust_codex(hooks_file: Path, project: Path, *, dry_run: bool = False) -> Se
     return _write(path, old_text, text, dry_run)
 
 
-def _wires_claude(project: Path) -> bool:
+HINTS = {
+    "codex": "Codex runs it only once trusted: /hooks in Codex, or `snapshotter init codex "
+    "--trust`",
+    "gemini": "Gemini CLI runs project hooks only in a trusted folder",
+}
+
+
+def silent_wiring(project: Path) -> list[str]:
+    """One line per runtime wired in ``project`` (a worktree that has received no
+    event at all), saying what to check (issue 22.7)."""
+    from snapshotter.hooks.dialects import all_dialects
+
+    notes = []
+    for dialect in all_dialects():
+        if dialect.config and _wires(config_path(dialect, project)):
+            hint = HINTS.get(dialect.name, "")
+            notes.append(
+                f"{dialect.title} is wired here ({dialect.config}) but no event has arrived "
+                f"yet; is `snapshotter` on the PATH the agent uses?{' ' + hint if hint else ''}"
+            )
+    return notes
+
+
+def _wires(path: Path) -> bool:
+    """Whether the JSON config at ``path`` runs ``snapshotter hook`` on some event."""
     try:
-        settings = json.loads(config_path(claude_code.DIALECT, project).read_text("utf-8"))
+        settings = json.loads(path.read_text("utf-8"))
     except (OSError, ValueError):
         return False
     hooks = settings.get("hooks") if isinstance(settings, dict) else None
@@ -242,6 +266,10 @@ def _wires_claude(project: Path) -> bool:
         isinstance(groups, list) and any(is_ours(c) for c in _commands(groups))
         for groups in hooks.values()
     )
+
+
+def _wires_claude(project: Path) -> bool:
+    return _wires(config_path(claude_code.DIALECT, project))
 
 
 def setup_claude(path: Path, *, dry_run: bool = False, command: str = HOOK_COMMAND) -> Setup:

@@ -42,6 +42,12 @@ def list_(
         everyone, session = [], None
         if isinstance(exc, WorktreeMoved):
             output.error(str(exc))  # stdout keeps the (empty) list; the way back on stderr
+        else:  # no event ever arrived here: a runtime's hooks may be wired but silent
+            from snapshotter.cli.agent_setup import silent_wiring
+            from snapshotter.cli.setup import project_dir
+
+            for note in silent_wiring(project_dir(directory)):
+                output.error(note)
     cps = [cp for cp in everyone if session is None or cp.session_id == session]
     if as_json:
         output.emit_json([cp.model_dump(mode="json") for cp in cps])

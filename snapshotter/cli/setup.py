@@ -81,7 +81,7 @@ def init(
     else:
         dialect = by_name(agent)
         assert dialect is not None  # (click's choices are the dialects' names)
-        project = _project_dir(directory)
+        project = project_dir(directory)
         folder = Path.home() if global_ else project
         path = agent_setup.config_path(dialect, folder, global_=global_)
         setup = agent_setup.setup_json(path, dialect, dry_run=dry_run, command=command)
@@ -103,7 +103,7 @@ def init(
         click.echo(note, err=True)
 
 
-def _project_dir(directory: str) -> Path:
+def project_dir(directory: str) -> Path:
     """The git worktree's top containing ``directory``, else ``directory`` itself."""
     from snapshotter.errors import NotAWorktree
     from snapshotter.git.worktree import find_worktree
