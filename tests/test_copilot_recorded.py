@@ -150,3 +150,16 @@ def test_a_recorded_copilot_session_undoes_to_the_exact_bytes(
     root = make_repo(tmp_path / "repo", REPO)
     replay(root, hermetic, json.loads(FIXTURE.read_text())[flavour])
     assert_turns_and_undo(root)
+
+
+def test_both_wirings_at_once_record_each_tool_once(tmp_path: Path, hermetic: Path) -> None:
+    """``init copilot`` and ``init claude-code`` in one repository (#22.5): Copilot
+    runs both sets, so each event arrives twice, in two shapes. Still one turn per
+    prompt, each tool once, undo byte-exact (as the real client showed)."""
+    recorded = json.loads(FIXTURE.read_text())
+    both: list[dict[str, Any]] = []
+    for ours, claudes in zip(recorded["steps"], recorded["claude_settings_steps"], strict=True):
+        both += [ours, claudes] if "event" in ours else [ours]
+    root = make_repo(tmp_path / "repo", REPO)
+    replay(root, hermetic, both)
+    assert_turns_and_undo(root)

@@ -414,19 +414,6 @@ def test_copilot_runs_claude_code_hooks_of_init_claude_code(
     assert_turns_and_undo(root, wired)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="both wirings: each edit/create tool checkpointed twice (bash tools once); observed "
-    "list --json (id, kind, parent, reason, command, files): "
-    "[(1, tool, 7, None, 'rm b.txt', {b.txt: deleted}), "
-    "(2, tool, 7, None, 'echo x > f.txt', {f.txt: modified}), "
-    "(3, tool, 7, None, None, {a.txt: modified}), (4, tool, 7, None, None, {a.txt: modified}), "
-    "(5, tool, 7, None, None, {c.txt: added}), (6, tool, 7, None, None, {c.txt: added}), "
-    "(7, turn, None, turn_end, None, {a.txt: modified, b.txt: deleted, c.txt: added, "
-    "f.txt: modified}), (8, tool, 9, None, 'git checkout -- f.txt', {f.txt: modified}), "
-    "(9, turn, None, turn_end, None, {f.txt: modified})]; "
-    "list: 3 'edit a.txt', 4 'Edit a.txt', 5 'create c.txt', 6 'Write c.txt'",
-)
 def test_copilot_with_both_wirings_runs_every_event_twice(
     tmp_path: Path, copilot: str, copilot_cache: Path, hermetic: Path
 ) -> None:

@@ -369,7 +369,10 @@ class Recorder:
         (for parallel tools of this session) a sibling's, claims it first.
         """
         if kind == "tool" and path in start.named:
-            return True
+            # Unless a sibling that ran meanwhile already recorded it so: the same
+            # tool call seen twice (Copilot runs both its own hooks and Claude
+            # Code's when both are wired, #22.5) is one checkpoint.
+            return not self._claimed(state, start, capture, path)
         named_by = owners.get(path)
         if named_by:
             return kind == "turn" and self.session_id in named_by
