@@ -13,9 +13,12 @@ to a log by ``tee``.
 Codex runs a hook from ``.codex/hooks.json`` only if the project is trusted
 (``[projects."ROOT"] trust_level = "trusted"``) and the hook itself is
 (``[hooks.state."KEY"] trusted_hash = "sha256:…"`` in ``$CODEX_HOME/config.toml``);
-an untrusted hook is skipped without a word. ``trusted_hashes`` computes those
-hashes as Codex 0.169 does; ``test_codex_agrees_with_our_trusted_hashes`` asks
-Codex itself (``codex app-server``, ``hooks/list``) whether it agrees.
+an untrusted hook is skipped without a word. ``wire_codex`` runs the real
+``snapshotter init codex --trust``, which writes both;
+``test_codex_agrees_with_our_trusted_hashes`` asks Codex itself (``codex
+app-server``, ``hooks/list``) whether it trusts every hook init wrote. The other
+tests wrap each hook in ``tee`` (a new command, so a new hash): ``trust_hooks``,
+which computes the hashes as Codex 0.169 does, trusts them in place of init's.
 
 ``SNAPSHOTTER_RECORD_FIXTURES=1 pytest -m realclient -k records`` writes what the
 client sent into ``fixtures/sessions/codex/`` (``session.json``,
@@ -31,11 +34,12 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import files_of, listed, make_repo
+from builders import files_of, listed, load_state, make_repo
 from test_realclient_claude import (
     LO_UP,
     UNSHARE,
@@ -167,71 +171,103 @@ def provider_config(home: Path) -> None:
 
 
 TRUST_MARK = "# -- project and hook trust (trust_hooks rewrites from here) --\n"
+# What ``snapshotter init codex --trust`` writes before its tables (agent_setup.trust_codex).
+INIT_TRUST_MARK = "# trusted by snapshotter init codex --trust\n"
 
 
 def trust_hooks(root: Path, home: Path) -> None:
     """Trust the project and every hook of its ``.codex/hooks.json``, in
-    ``$CODEX_HOME/config.toml`` (rewriting what an earlier call wrote: a TOML table
-    twice is an error, and Codex then loads no hooks at all)."""
+    ``$CODEX_HOME/config.toml``, in place of what init (or an earlier call) wrote there:
+    a TOML table twice is an error, and Codex then loads no hooks at all. Only for the
+    wrapped hooks, whose command init does not take for its own."""
     config = home / ".codex" / "config.toml"
     base = config.read_text() if config.exists() else ""
+    base = base.split(TRUST_MARK)[0].split(INIT_TRUST_MARK)[0]
     lines = [TRUST_MARK, f"[projects.{toml_str(str(root))}]", 'trust_level = "trusted"']
     for key, digest in trusted_hashes(root / ".codex" / "hooks.json").items():
         lines += [f"\n[hooks.state.{toml_str(key)}]", f"trusted_hash = {toml_str(digest)}"]
-    config.write_text(base.split(TRUST_MARK)[0] + "\n".join(lines) + "\n")
+    config.write_text(base + "\n".join(lines) + "\n")
 
 
-def wire_codex(root: Path, home: Path, command: str = "snapshotter hook") -> None:
-    """``.codex/hooks.json`` running ``command`` on every event, trusted.
-
-    TODO(init codex): this is what ``snapshotter init codex --trust`` is to do;
-    replace the body by that command (run in ``root`` with HOME=home) and keep the
-    assertion that every hook is the plain ``snapshotter hook`` and trusted.
-    """
-    matchers = {"PreToolUse", "PostToolUse"}
-    hooks = {
-        event: [
-            {
-                **({"matcher": "*"} if event in matchers else {}),
-                "hooks": [
-                    {
-                        "type": "command",
-                        "command": command,
-                        # SessionEnd and Interrupt hooks are killed after 1 s unless
-                        # told otherwise, and 3 s is the most Codex allows them.
-                        **({"timeout": 3} if event in SHORT_TIMEOUT_EVENTS else {}),
-                    }
-                ],
-            }
-        ]
-        for event in EVENTS
+def init_codex(root: Path, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The venv's ``snapshotter init codex -C ROOT ARGS`` as a process, the venv first on
+    PATH (so the hooks say plain ``snapshotter hook``), ``CODEX_HOME`` the test's."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CODEX_"))}
+    env |= {
+        "HOME": str(home),
+        "CODEX_HOME": str(home / ".codex"),
+        "PATH": os.pathsep.join([str(VENV_BIN), env.get("PATH", "")]),
     }
-    (root / ".codex").mkdir(exist_ok=True)
-    (root / ".codex" / "hooks.json").write_text(json.dumps({"hooks": hooks}, indent=2) + "\n")
-    trust_hooks(root, home)
+    return subprocess.run(
+        [str(VENV_BIN / "snapshotter"), "init", "codex", "-C", str(root), *args],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
 
-def wrap_hooks(root: Path, home: Path, log: Path) -> None:
+def wire_codex(root: Path, home: Path) -> None:
+    """``snapshotter init codex --trust``: ``.codex/hooks.json`` running ``snapshotter hook``
+    on every event, the project and each hook trusted in ``$CODEX_HOME/config.toml`` (which
+    must hold the provider already: init appends to it)."""
+    config = home / ".codex" / "config.toml"
+    provider = config.read_text()
+    done = init_codex(root, home, "--trust")
+    assert done.returncode == 0, f"init codex --trust failed: {done.stdout}{done.stderr}"
+    hooks_json = root / ".codex" / "hooks.json"
+    wired = json.loads(hooks_json.read_text())["hooks"]
+    assert sorted(wired) == sorted(EVENTS), f"init wires other events: {list(wired)}"
+    for event, groups in wired.items():
+        matcher = "*" if event in {"PreToolUse", "PostToolUse"} else None
+        timeout = 3 if event in SHORT_TIMEOUT_EVENTS else 60
+        assert groups == [
+            {
+                **({"matcher": matcher} if matcher else {}),
+                "hooks": [{"type": "command", "command": "snapshotter hook", "timeout": timeout}],
+            }
+        ], f"{event}: {groups}"
+    text = config.read_text()
+    assert text.startswith(provider), "init appends to the provider's config, keeps it"
+    written = tomllib.loads(text)
+    assert written["projects"] == {str(root): {"trust_level": "trusted"}}, written
+    trusted = {k: v["trusted_hash"] for k, v in written["hooks"]["state"].items()}
+    assert trusted == trusted_hashes(hooks_json), "init trusts each hook with Codex's hash"
+
+
+def wrap_hooks(root: Path, home: Path, log: Path, cut_off: frozenset[str] = frozenset()) -> None:
     """Every hook's payload appended to ``log`` too, before ``snapshotter hook`` reads it;
-    trusted again (the hash covers the command)."""
+    trusted again (the hash covers the command). The hooks of ``cut_off`` events only log
+    their payload: as if Codex had killed ``snapshotter hook`` before it did anything."""
     path = root / ".codex" / "hooks.json"
     config = json.loads(path.read_text())
     tee = f"sh -c 'tee -a {shlex.quote(str(log))} | snapshotter hook'"
-    for groups in config["hooks"].values():
+    logged = f"sh -c 'tee -a {shlex.quote(str(log))} >/dev/null'"
+    for event, groups in config["hooks"].items():
         for group in groups:
             for hook in group["hooks"]:
-                hook["command"] = tee
+                hook["command"] = logged if event in cut_off else tee
     path.write_text(json.dumps(config, indent=2) + "\n")
     trust_hooks(root, home)
 
 
-def wired_repo(tmp_path: Path, home: Path) -> tuple[Path, Path]:
-    """A committed repository whose hooks are wired and wrapped: (root, payload log)."""
+def initialised_repo(tmp_path: Path, home: Path) -> Path:
+    """A committed repository with the fake provider configured, wired by init alone."""
     root = make_repo(tmp_path / "repo", REPO)
     provider_config(home)
     wire_codex(root, home)
+    return root
+
+
+def wired_repo(
+    tmp_path: Path, home: Path, cut_off: frozenset[str] = frozenset()
+) -> tuple[Path, Path]:
+    """A committed repository whose hooks are wired and wrapped: (root, payload log)."""
+    root = initialised_repo(tmp_path, home)
     log = tmp_path / "hooks.jsonl"
-    wrap_hooks(root, home, log)
+    wrap_hooks(root, home, log, cut_off)
     return root, log
 
 
@@ -385,10 +421,8 @@ def names(payloads: list[dict[str, Any]]) -> list[str]:
     return [str(p["hook_event_name"]) for p in payloads]
 
 
-def test_codex_agrees_with_our_trusted_hashes(tmp_path: Path, codex: str, hermetic: Path) -> None:
-    """Codex's own ``hooks/list`` (app-server, JSON-RPC on stdio) sees every wired hook as
-    trusted, with the hash and key ``trusted_hashes`` computed."""
-    root, _ = wired_repo(tmp_path, hermetic)
+def hooks_list(codex: str, root: Path, home: Path) -> dict[str, Any]:
+    """What Codex's app-server answers ``hooks/list`` (JSON-RPC on stdio) for ``root``."""
     requests = [
         {"id": 1, "method": "initialize", "params": {"clientInfo": {"name": "t", "version": "1"}}},
         {"method": "initialized"},
@@ -397,7 +431,7 @@ def test_codex_agrees_with_our_trusted_hashes(tmp_path: Path, codex: str, hermet
     proc = subprocess.Popen(
         [codex, "app-server"],
         cwd=root,
-        env=client_env(codex, hermetic),
+        env=client_env(codex, home),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -417,12 +451,45 @@ def test_codex_agrees_with_our_trusted_hashes(tmp_path: Path, codex: str, hermet
         proc.kill()
         proc.wait()
     (listed_cwd,) = answer["result"]["data"]
+    found: dict[str, Any] = listed_cwd
+    return found
+
+
+def test_codex_agrees_with_our_trusted_hashes(tmp_path: Path, codex: str, hermetic: Path) -> None:
+    """After ``snapshotter init codex --trust`` alone, Codex's own ``hooks/list`` (app-server)
+    sees every hook init wrote as trusted and enabled, its current hash the one init wrote
+    (and ``trusted_hashes`` computes); no warnings (a table twice would be one)."""
+    root = initialised_repo(tmp_path, hermetic)
+    listed_cwd = hooks_list(codex, root, hermetic)
     hooks = {h["key"]: h for h in listed_cwd["hooks"]}
+    config = tomllib.loads((hermetic / ".codex" / "config.toml").read_text())
+    by_init = {k: v["trusted_hash"] for k, v in config["hooks"]["state"].items()}
     ours = trusted_hashes(root / ".codex" / "hooks.json")
-    assert set(hooks) == set(ours), f"Codex lists other hooks: {sorted(hooks)}"
+    print(
+        "\n[realclient] hooks/list: "
+        + ", ".join(f"{k.rsplit(':', 3)[1]} {h['trustStatus']}" for k, h in hooks.items())
+    )
+    assert len(by_init) == len(EVENTS) and by_init == ours
+    assert set(hooks) == set(by_init), f"Codex lists other hooks: {sorted(hooks)}"
     for key, hook in hooks.items():
-        assert hook["currentHash"] == ours[key], f"{key}: Codex hashes {hook}"
+        assert hook["currentHash"] == by_init[key], f"{key}: Codex hashes {hook}"
         assert hook["trustStatus"] == "trusted" and hook["enabled"], hook
+    assert not listed_cwd.get("warnings"), listed_cwd["warnings"]
+
+    # Running init again changes nothing: no table is written twice.
+    before = (hermetic / ".codex" / "config.toml").read_bytes()
+    done = init_codex(root, hermetic, "--trust")
+    assert done.returncode == 0, done.stderr
+    assert (hermetic / ".codex" / "config.toml").read_bytes() == before
+
+
+def test_the_wrapped_hooks_are_trusted_too(tmp_path: Path, codex: str, hermetic: Path) -> None:
+    """The tee-wrapped hooks of the other tests, re-trusted in place of init's tables."""
+    root, _ = wired_repo(tmp_path, hermetic)
+    listed_cwd = hooks_list(codex, root, hermetic)
+    ours = trusted_hashes(root / ".codex" / "hooks.json")
+    assert {h["key"]: h["currentHash"] for h in listed_cwd["hooks"]} == ours
+    assert all(h["trustStatus"] == "trusted" for h in listed_cwd["hooks"]), listed_cwd
     assert not listed_cwd.get("warnings"), listed_cwd["warnings"]
 
 
@@ -474,26 +541,44 @@ def test_shell_turn_then_apply_patch_turn(tmp_path: Path, codex: str, hermetic: 
             ("Bash", "sed -i 's/as committed/by sed/' f.txt", {"f.txt": "modified"}),
             ("Bash", "echo x > e.txt", {"e.txt": "added"}),
         ],
-        # Today tool_input.command is taken for a shell command: the whole patch.
-        # TODO(codex support): the new code must read apply_patch's tool_input.command
-        # as a patch: name the tool by the files it touches (g.txt, new.txt, d.txt,
-        # m.txt -> moved.txt, from the *** Update/Add/Delete File and *** Move to
-        # lines) rather than show the patch text as its command.
         [("apply_patch", PATCH, patched)],
     ], tools
+    # apply_patch's input is the patch: the tool names every file it touches (both sides
+    # of the move), in the patch's order, and is labelled by them, not by the patch text.
+    (patch_tool,) = [t for t in cps if t["parent"] == turns[1]["id"]]
+    named = patch_tool["named_paths"]
+    assert sorted(named) == ["d.txt", "g.txt", "m.txt", "moved.txt", "new.txt"], patch_tool
+    assert patch_tool["label"] == f"apply_patch {named[0]} (+4)", patch_tool
+    assert [t["label"] for t in turns] == [PROMPTS["turn-s"], PROMPTS["turn-p"]]
+    assert [t["reason"] for t in turns] == ["turn_end", "turn_end"], turns
 
+    committed = {p: t.encode() for p, t in REPO.items()}
+    patched_tree = tree(root)
     cli_ok(root, "undo")
     assert tree(root) == after_edits(REPO, SHELL_TURN), "undo takes back the patch turn"
     cli_ok(root, "undo")
     assert tree(root) == REPO, "a second undo takes back the shell turn"
+    assert {p: (root / p).read_bytes() for p in REPO} == committed, "byte for byte"
     cli_ok(root, "redo")
     assert tree(root) == after_edits(REPO, SHELL_TURN)
+    cli_ok(root, "redo")
+    assert tree(root) == patched_tree, "redo puts the patch back, the move included"
+    cli_ok(root, "reset", "--original")
+    assert tree(root) == REPO, "reset --original: every file as committed, none added"
+    assert {p: (root / p).read_bytes() for p in REPO} == committed
     no_hook_failures()
 
 
-def test_sigint_during_a_slow_shell_tool(tmp_path: Path, codex: str, hermetic: Path) -> None:
-    """``rm b.txt; sleep 30``, SIGINT to ``codex exec`` while it sleeps: which events come."""
-    root, log = wired_repo(tmp_path, hermetic)
+@pytest.mark.parametrize(
+    "cut_off", [frozenset(), frozenset({"SessionEnd"})], ids=["session-end", "no-session-end"]
+)
+def test_sigint_during_a_slow_shell_tool(
+    tmp_path: Path, codex: str, hermetic: Path, cut_off: frozenset[str]
+) -> None:
+    """``rm b.txt; sleep 30``, SIGINT to ``codex exec`` while it sleeps: Codex sends
+    Interrupt, which ends the turn as interrupted; then SessionEnd, whose hook Codex may
+    cut off after 3 s (``no-session-end``: it does nothing) and which the turn does not need."""
+    root, log = wired_repo(tmp_path, hermetic, cut_off)
     interrupt = {"gone": str(root / "b.txt"), "signal": "SIGINT", "after": 1.0}
     summary = drive(
         tmp_path, codex, root, SLOW_TURN, [{"prompt": PROMPTS["turn-i"], "interrupt": interrupt}]
@@ -503,19 +588,26 @@ def test_sigint_during_a_slow_shell_tool(tmp_path: Path, codex: str, hermetic: P
     assert not (root / "b.txt").exists()
     got = names(read_payloads(log))
     print(f"[realclient] SIGINT: codex sent {got}")
-    assert got[:3] == ["SessionStart", "UserPromptSubmit", "PreToolUse"], got
-    assert "PostToolUse" not in got and "Stop" not in got, got
+    assert got == ["SessionStart", "UserPromptSubmit", "PreToolUse", "Interrupt", "SessionEnd"]
 
+    # Before any command (each would close a turn left open): the hooks alone recorded it.
+    state = load_state(hermetic / "data")
+    (recorded,) = [cp for cp in state["checkpoints"] if cp["kind"] == "turn"]
+    assert recorded["reason"] == "interrupted", recorded
+    assert recorded["label"] == f"interrupted: {PROMPTS['turn-i']}", recorded
+    assert all(s["turn"] is None for s in state["sessions"].values()), state["sessions"]
+
+    (turn,) = [cp for cp in listed(root) if cp["kind"] == "turn"]
+    assert files_of(turn) == {"b.txt": "deleted"} and not turn["undone"], turn
+    assert turn["label"] == f"interrupted: {PROMPTS['turn-i']}", turn
     out = cli_ok(root, "undo")
     assert (root / "b.txt").read_bytes() == REPO["b.txt"].encode(), f"undo restores b.txt: {out}"
-    (turn,) = [cp for cp in listed(root) if cp["kind"] == "turn"]
-    assert files_of(turn) == {"b.txt": "deleted"} and turn["undone"], turn
-    # Today the SessionEnd (reason "other") that follows closes the open turn.
-    # TODO(codex support): Codex sends Interrupt (with turn_id, no reason) first;
-    # the new code must close the turn on Interrupt already (SessionEnd hooks get
-    # at most 3 s and may be cut off), with the same reason and label.
-    assert turn["reason"] == "interrupted", turn
-    assert turn["label"] == f"interrupted: {PROMPTS['turn-i']}", turn
+    assert tree(root) == REPO
+    cli_ok(root, "redo")
+    assert not (root / "b.txt").exists(), "redo removes b.txt again"
+    cli_ok(root, "reset", "--original")
+    assert {p: (root / p).read_bytes() for p in REPO} == {p: t.encode() for p, t in REPO.items()}
+    assert tree(root) == REPO
     no_hook_failures()
 
 
