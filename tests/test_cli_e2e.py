@@ -443,7 +443,9 @@ def test_readme_claude_code_settings_wire_every_snapshot_event(
 ) -> None:
     """README.md's Claude Code ```json settings, replayed command by command."""
     sessions, server = case
-    settings = json.loads(fenced(README.read_text(), "json", "snapshotter hook"))
+    readme = README.read_text()
+    claude_code = readme[readme.index("### Claude Code") : readme.index("### Codex, Gemini CLI")]
+    settings = json.loads(fenced(claude_code, "json", "snapshotter hook"))
     hooks = settings["hooks"]
     assert sorted(hooks) == sorted(CLAUDE_EVENTS), f"README wires every event: {sorted(hooks)}"
     for event in CLAUDE_EVENTS:
