@@ -196,3 +196,44 @@ def test_list_says_when_a_wired_worktree_has_received_no_event(tmp_path: Path) -
     assert len(lines) == 2, done.stderr
     assert "Codex CLI is wired here (.codex/hooks.json)" in lines[0] and "--trust" in lines[0]
     assert "Gemini CLI is wired here" in lines[1] and "trusted folder" in lines[1]
+
+
+def test_doctor_says_which_wired_runtime_has_sent_no_event(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
+    assert init(root, "claude-code").returncode == 0
+    assert init(root, "codex").returncode == 0
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    env = {"PATH": path}
+    claude = json.loads((root / ".claude/settings.json").read_text())
+    fire(root, claude, "SessionStart", claude_shaped(root, "SessionStart"))
+    fire_raw(root, "snapshotter hook", claude_shaped(root, "Mystery"))
+
+    done = run_cli("doctor", "-C", root, "--json", env=env)
+    assert done.returncode == 1, "a wired runtime sent nothing: exit 1"
+    report = json.loads(done.stdout)
+    by_name = {r["runtime"]: r for r in report["runtimes"]}
+    assert sorted(by_name) == ["claude-code", "codex"], report
+    assert by_name["claude-code"]["problem"] is None and by_name["claude-code"]["last_event"]
+    assert "trust" in by_name["codex"]["problem"], by_name["codex"]
+    assert report["unknown_events"] == ["Mystery"], report
+    shown = run_cli("doctor", "-C", root, env=env).stdout
+    assert "Codex CLI" in shown and "no event has arrived yet" in shown, shown
+
+    codex = json.loads((root / ".codex/hooks.json").read_text())
+    fire(root, codex, "SessionStart", claude_shaped(root, "SessionStart"))
+    again = run_cli("doctor", "-C", root, "--json", env=env)
+    assert again.returncode == 0, again.stdout
+    assert all(r["problem"] is None for r in json.loads(again.stdout)["runtimes"])
+
+
+def fire_raw(root: Path, command: str, payload: dict[str, Any]) -> None:
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    done = subprocess.run(
+        ["sh", "-c", command],
+        input=json.dumps(payload).encode(),
+        capture_output=True,
+        cwd=root,
+        env={**os.environ, "PATH": path},
+        check=False,
+    )
+    assert done.returncode == 0 and not done.stderr, done

@@ -226,7 +226,7 @@ def wire_codex(root: Path, home: Path) -> None:
         assert groups == [
             {
                 **({"matcher": matcher} if matcher else {}),
-                "hooks": [{"type": "command", "command": "snapshotter hook", "timeout": timeout}],
+                "hooks": [{"type": "command", "command": COMMAND, "timeout": timeout}],
             }
         ], f"{event}: {groups}"
     text = config.read_text()
@@ -235,6 +235,9 @@ def wire_codex(root: Path, home: Path) -> None:
     assert written["projects"] == {str(root): {"trust_level": "trusted"}}, written
     trusted = {k: v["trusted_hash"] for k, v in written["hooks"]["state"].items()}
     assert trusted == trusted_hashes(hooks_json), "init trusts each hook with Codex's hash"
+
+
+COMMAND = "snapshotter hook --arg dialect=codex"  # what init writes
 
 
 def wrap_hooks(root: Path, home: Path, log: Path, cut_off: frozenset[str] = frozenset()) -> None:

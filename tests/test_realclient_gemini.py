@@ -115,7 +115,9 @@ def wire_gemini(root: Path, home: Path, gemini: str) -> None:
     hooks = settings["hooks"]
     assert list(hooks) == WIRED, f"init wires these events: {list(hooks)}"
     entries = [(event, g, h) for event, groups in hooks.items() for g in groups for h in g["hooks"]]
-    assert {h["command"] for _, _, h in entries} == {"snapshotter hook"}, entries
+    assert {h["command"] for _, _, h in entries} == {"snapshotter hook --arg dialect=gemini"}, (
+        entries
+    )
     assert all(h["type"] == "command" and h["timeout"] >= 1000 for _, _, h in entries), (
         f"command hooks, timeouts in ms: {entries}"
     )

@@ -87,8 +87,10 @@ def claude_settings_path(folder: Path) -> Path:
 
 def _entry(dialect: Dialect, event: str, command: str) -> dict[str, Any]:
     """One hook entry in the runtime's own words."""
+    if dialect.named_in_command:
+        command = f"{command} --arg dialect={dialect.name}"
     if dialect.event_in_command:
-        command = f"{command} --arg dialect={dialect.name} --arg event={event}"
+        command = f"{command} --arg event={event}"
     seconds = _timeout_s(dialect, event)
     if dialect.name == "copilot":
         return {"type": "command", "bash": command, "timeoutSec": seconds}
@@ -246,7 +248,7 @@ def silent_wiring(project: Path) -> list[str]:
 
     notes = []
     for dialect in all_dialects():
-        if dialect.config and _wires(config_path(dialect, project)):
+        if dialect.config and wires(config_path(dialect, project)):
             hint = HINTS.get(dialect.name, "")
             notes.append(
                 f"{dialect.title} is wired here ({dialect.config}) but no event has arrived "
@@ -255,7 +257,7 @@ def silent_wiring(project: Path) -> list[str]:
     return notes
 
 
-def _wires(path: Path) -> bool:
+def wires(path: Path) -> bool:
     """Whether the JSON config at ``path`` runs ``snapshotter hook`` on some event."""
     try:
         settings = json.loads(path.read_text("utf-8"))
@@ -269,7 +271,7 @@ def _wires(path: Path) -> bool:
 
 
 def _wires_claude(project: Path) -> bool:
-    return _wires(config_path(claude_code.DIALECT, project))
+    return wires(config_path(claude_code.DIALECT, project))
 
 
 def setup_claude(path: Path, *, dry_run: bool = False, command: str = HOOK_COMMAND) -> Setup:

@@ -12,7 +12,7 @@ from typing import NoReturn
 
 import click
 
-from snapshotter.cli import maintenance, moved, recording, restoring, review, setup
+from snapshotter.cli import doctor, maintenance, moved, recording, restoring, review, setup
 from snapshotter.cli.context import Ctx
 
 
@@ -58,6 +58,7 @@ for command in (
     restoring.restore_cmd,
     moved.recover,
     moved.adopt,
+    doctor.doctor,
     maintenance.gc,
     setup.init,
     setup.demo,

@@ -7,6 +7,7 @@ registry's models and retention are imported where they are used (issue 16.4).
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -110,6 +111,7 @@ class SnapshotBuiltin:
             if recorded is not None and session_scope.first_stop(self.data_dir, session):
                 _say_stopped(self.data_dir, hook_input.event, session, recorded)
             return None  # outside a git worktree every event is a no-op
+        seen(engine.store.root, options.get("source"))
         if engine.recovered is not None:  # a hook prints nothing: the line goes to hook.log
             log_failure(self.data_dir, f"snapshotter hook: {engine.recovered}")
         self.last_session[engine.root] = session
@@ -128,6 +130,26 @@ def _say_stopped(data_dir: Path, event: str, session: str, directory: str) -> No
         "worktree (its .git is gone); the store still has its files as last captured: "
         f"`snapshotter -C {shlex.quote(directory)} recover` writes them back",
     )
+
+
+SEEN_PREFIX = "seen-"  # store file touched by each event from a runtime: ``seen-codex``
+
+
+def seen(store_root: Path, source: str | None) -> None:
+    """Remember when an event from ``source`` (a dialect's name) last arrived here,
+    as a file's mtime (``snapshotter doctor`` reads it); one syscall or two."""
+    from snapshotter.hooks.dialects import by_name
+
+    if not source or by_name(source) is None:
+        return
+    path = store_root / f"{SEEN_PREFIX}{source}"
+    try:
+        os.utime(path)
+    except FileNotFoundError:
+        with contextlib.suppress(OSError):
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+    except OSError:
+        pass
 
 
 def worktree_paths(root: Path, paths: list[str]) -> list[str]:

@@ -112,15 +112,18 @@ def _handle(raw: bytes, data_dir: Path, args: list[str]) -> None:
     from snapshotter.hooks.dialects import normalize
     from snapshotter.hooks.events import SNAPSHOT_EVENTS, plain_event
 
-    sent = data
-    data = normalize(data, _dialect_args(args))  # any runtime's names as ours
+    sent, chosen = data, _dialect_args(args)
+    data = normalize(data, chosen)  # any runtime's names as ours
     hook_input = plain_event(data) or _validated(data)  # pydantic only for odd input
     if hook_input.event not in SNAPSHOT_EVENTS:
         _unknown(data_dir, hook_input.event, sent)
         return  # before the builtin's imports: an event we ignore costs no more
     from snapshotter.hooks.builtin import SnapshotBuiltin
+    from snapshotter.hooks.dialects import source_of
 
-    SnapshotBuiltin(data_dir_path=data_dir).record(hook_input, args)
+    source = source_of(sent, chosen)
+    extra = [f"source={source}"] if source else []
+    SnapshotBuiltin(data_dir_path=data_dir).record(hook_input, [*args, *extra])
 
 
 def _dialect_args(args: list[str]) -> dict[str, str]:

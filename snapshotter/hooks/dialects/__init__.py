@@ -33,6 +33,7 @@ class Dialect:
     timeout_unit: int = 1  # its config's timeouts: seconds times this (1000: ms)
     session_end_timeout_s: int = 5  # within the runtime's budget for SessionEnd hooks
     event_in_command: bool = False  # its payloads name no event: ``--arg event=NAME``
+    named_in_command: bool = True  # ``init`` adds ``--arg dialect=NAME``: who sent the event
     reasons: dict[str, str] = field(default_factory=dict)  # its event → the reason it means
     budgeted: frozenset[str] = frozenset()  # its events whose hooks it cuts short
 
@@ -90,6 +91,19 @@ def known_ignored() -> frozenset[str]:
     for dialect in all_dialects():
         names.update(dialect.ignored)
     return frozenset(names)
+
+
+def source_of(data: dict[str, Any], options: dict[str, str]) -> str | None:
+    """Which runtime's hook sent ``data``: its ``--arg dialect=NAME``, its fields, or
+    its event's name (``doctor`` says when each last sent one)."""
+    found = detect(data, options)
+    if found is not None:
+        return found.name
+    event = data.get("hook_event_name")
+    for dialect in all_dialects():
+        if dialect.name in ("docker-agent", "claude-code", "gemini") and event in dialect.events:
+            return dialect.name
+    return None
 
 
 def detect(data: dict[str, Any], options: dict[str, str]) -> Dialect | None:

@@ -7,6 +7,7 @@ from snapshotter.hooks.dialects import Dialect
 DIALECT = Dialect(
     name="claude-code",
     title="Claude Code",
+    named_in_command=False,  # (its names are the default)
     events={
         "SessionStart": "session_start",
         "UserPromptSubmit": "turn_start",

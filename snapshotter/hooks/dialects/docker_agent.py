@@ -7,6 +7,7 @@ from snapshotter.hooks.dialects import Dialect
 DIALECT = Dialect(
     name="docker-agent",
     title="docker-agent",
+    named_in_command=False,  # (its names are the default)
     events={
         "session_start": "session_start",
         "user_prompt_submit": "user_prompt_submit",  # read for the turn's label
