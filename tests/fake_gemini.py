@@ -67,6 +67,20 @@ def next_answer(script: Script, body: dict[str, Any]) -> tuple[str, int, dict[st
     return None
 
 
+def function_responses(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ``functionResponse`` parts of the request's last content: what the client told
+    the model its last tool call gave (logged, to see how a failed command reads)."""
+    contents = body.get("contents")
+    if not isinstance(contents, list) or not contents or not isinstance(contents[-1], dict):
+        return []
+    parts = contents[-1].get("parts")
+    return [
+        p["functionResponse"]
+        for p in parts or []
+        if isinstance(p, dict) and isinstance(p.get("functionResponse"), dict)
+    ]
+
+
 def part(answer: dict[str, Any]) -> dict[str, Any]:
     if "call" in answer:
         return {"functionCall": {"name": answer["call"], "args": answer["args"]}}
@@ -182,6 +196,7 @@ class Handler(BaseHTTPRequestHandler):
                 ),
                 "json": config.get("responseMimeType") == "application/json",
                 "scripted": tag,
+                "function_responses": function_responses(body),
                 "answer": part(answer),
             }
         )

@@ -430,3 +430,112 @@ def test_undo_restores_what_the_gemini_tools_changed(
     assert tree(root) == AFTER_TURNS, "redo puts the agent's files back"
     cli_ok(root, "reset", "--original")
     assert tree(root) == dict(REPO)
+
+
+# One prompt whose shell commands edit in place, write in a subfolder, and fail.
+SHELL_REPO = {**REPO, "a.txt": "a as committed\n", "sub/keep.txt": "keep as committed\n"}
+TURN_S = {
+    "turn-s": [
+        shell("sed -i 's/a as committed/a by sed/' a.txt"),
+        shell("cd sub && echo deep > deep.txt"),
+        shell("cat missing.txt"),
+        {
+            "call": "replace",
+            "args": {
+                "file_path": "f.txt",
+                "instruction": "Say who wrote f.",
+                "old_string": "f as committed",
+                "new_string": "f by the agent",
+            },
+        },
+        {"text": "Edited a, wrote sub/deep.txt, rewrote f."},
+    ]
+}
+PROMPT_S = "[turn-s] Edit a.txt with sed, write sub/deep.txt, read missing.txt, rewrite f.txt"
+AFTER_S = {
+    **SHELL_REPO,
+    "a.txt": "a by sed\n",
+    "sub/deep.txt": "deep\n",
+    "f.txt": "f by the agent\n",
+}
+
+
+def whole_tree(root: Path) -> dict[str, bytes]:
+    """Every file under ``root`` with its bytes, but for ``.git`` and the settings file
+    ``init gemini`` wrote (with the hooks in it)."""
+    found = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if path.is_file() and rel.split("/")[0] != ".git" and rel != ".gemini/settings.json":
+            found[rel] = path.read_bytes()
+    return found
+
+
+def as_bytes(files: dict[str, str]) -> dict[str, bytes]:
+    return {rel: content.encode() for rel, content in sorted(files.items())}
+
+
+def test_shell_commands_sed_cd_and_a_failing_one(
+    tmp_path: Path, gemini: str, hermetic: Path
+) -> None:
+    """``sed -i``, a ``cd sub &&`` that writes there, a command that exits 1, then a
+    ``replace``, in one prompt: one turn with its four tools nested, the files each
+    changed (none for the failed one), and undo / redo / reset --original giving back
+    the bytes of the whole tree."""
+    log = tmp_path / "hooks.jsonl"
+    root = make_repo(tmp_path / "repo", SHELL_REPO)
+    wire_gemini(root, hermetic, gemini)
+    wrap_hooks(root, log)
+    committed = as_bytes(SHELL_REPO)
+    assert whole_tree(root) == committed
+    summary = drive(tmp_path, gemini, root, TURN_S, [{"prompt": PROMPT_S}])
+    succeeded(summary, tmp_path)
+    assert summary["served"] == [["turn-s", step] for step in range(5)], summary
+    agents = as_bytes(AFTER_S)
+    assert whole_tree(root) == agents, "the scripted tools ran"
+
+    payloads = read_payloads(log)
+    names = [e["hook_event_name"] for e in payloads]
+    assert names[:2] == ["SessionStart", "BeforeAgent"], names
+    assert names[-2:] == ["AfterAgent", "SessionEnd"], names
+    afters = [e for e in payloads if e["hook_event_name"] == "AfterTool"]
+    assert [(e["tool_name"], e["tool_input"]) for e in afters] == [
+        (answer["call"], answer["args"]) for answer in TURN_S["turn-s"][:4]
+    ], afters
+    failed = afters[2]
+    print(f"[realclient] AfterTool of the failing command: {json.dumps(failed['tool_response'])}")
+    told = [
+        json.loads(line)["function_responses"]
+        for line in (tmp_path / "client" / "requests.jsonl").read_text().splitlines()
+        if json.loads(line).get("scripted") == ["turn-s", 3]
+    ]
+    print(f"[realclient] the model was told of it: {json.dumps(told[:1])}")
+    # A non-zero exit is no error to Gemini CLI: AfterTool has the output and the
+    # exit code in llmContent (as the model is told), and no "error" field.
+    assert "error" not in failed["tool_response"], failed
+    assert "Exit Code: 1" in failed["tool_response"]["llmContent"], failed
+    no_hook_failures()
+
+    cps = listed(root)
+    turns = [cp for cp in cps if cp["kind"] == "turn"]
+    assert [(t["prompt"], files_of(t)) for t in turns] == [
+        (PROMPT_S, {"a.txt": "modified", "sub/deep.txt": "added", "f.txt": "modified"})
+    ], cps
+    tools = [cp for cp in cps if cp["parent"] == turns[0]["id"]]
+    print(f"[realclient] the turn's tools: {[(t['label'], files_of(t)) for t in tools]}")
+    # A tool that changed nothing (the failed cat) leaves no checkpoint.
+    assert [(t["tool_name"], files_of(t)) for t in tools] == [
+        ("run_shell_command", {"a.txt": "modified"}),
+        ("run_shell_command", {"sub/deep.txt": "added"}),
+        ("replace", {"f.txt": "modified"}),
+    ], tools
+    assert "sed -i" in tools[0]["label"] and "cd sub" in tools[1]["label"], tools
+    assert all(cp["parent"] == turns[0]["id"] for cp in cps if cp["kind"] != "turn"), cps
+
+    cli_ok(root, "undo")
+    assert whole_tree(root) == committed, "undo gives back the committed bytes"
+    cli_ok(root, "redo")
+    assert whole_tree(root) == agents, "redo puts the agent's bytes back"
+    cli_ok(root, "reset", "--original")
+    assert whole_tree(root) == committed, "reset --original gives back the committed bytes"
+    no_hook_failures()
