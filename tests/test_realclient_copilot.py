@@ -35,7 +35,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import make_repo, run_cli
+from builders import files_of, listed, make_repo, run_cli
+from test_claude_code_recorded import cli_ok
 from test_copilot_recorded import assert_turns_and_undo, tree
 
 from snapshotter.store.logfile import log_path
@@ -432,3 +433,90 @@ def test_copilot_with_both_wirings_runs_every_event_twice(
     print(f"[realclient] list:\n{run_cli('list', cwd=root).stdout}")
     no_hook_failures()
     assert_turns_and_undo(root, wired)
+
+
+# One prompt: sed in place, a `cd` into a subdirectory, a command that fails, an edit.
+SHELLS_REPO = {**REPO, "sub/keep.txt": "keep as committed\n"}
+SHELLS_AFTER = {
+    **SHELLS_REPO,
+    "a.txt": "a by sed\n",
+    "f.txt": "f by the agent\n",
+    "sub/deep.txt": "deep\n",
+}
+SHELLS_FILES = {"a.txt": "modified", "f.txt": "modified", "sub/deep.txt": "added"}
+SED = "sed -i 's/a as committed/a by sed/' a.txt"
+CD_SUB = "cd sub && echo deep > deep.txt"
+FAILS = "cat missing.txt"
+# The turn's tools, as listed: the failing command changed nothing, so it has none.
+SHELLS_TOOLS = [
+    (SED, {"a.txt": "modified"}),
+    (CD_SUB, {"sub/deep.txt": "added"}),
+    (None, {"f.txt": "modified"}),
+]
+
+
+def shells_script(root: Path) -> dict[str, list[dict[str, Any]]]:
+    return {
+        "shells": [
+            {"tool": "bash", "args": {"command": SED, "description": "sed a.txt"}},
+            {"tool": "bash", "args": {"command": CD_SUB, "description": "Write sub/deep.txt"}},
+            {"tool": "bash", "args": {"command": FAILS, "description": "Read a missing file"}},
+            {
+                "tool": "edit",
+                "args": {
+                    "path": str(root / "f.txt"),
+                    "old_str": "f as committed",
+                    "new_str": "f by the agent",
+                },
+            },
+            {"text": "Done: a by sed, sub/deep.txt written, missing.txt is missing, f edited."},
+        ]
+    }
+
+
+def test_copilot_sed_cd_and_a_failing_command_in_one_turn(
+    tmp_path: Path, copilot: str, copilot_cache: Path, hermetic: Path
+) -> None:
+    """One prompt, wired by ``init copilot``: ``sed -i`` on a.txt, ``cd sub && echo >``
+    a new file there, a command that exits non-zero, an edit of f.txt. One turn, its
+    tools under it, its files exactly those three; undo / redo / reset byte-exact."""
+    root = make_repo(tmp_path / "repo", SHELLS_REPO)
+    log = tmp_path / "hooks.jsonl"
+    wire_copilot(root, client_env(copilot, copilot_cache), log)
+    wired = {rel: data for rel, data in tree(root).items() if rel not in SHELLS_REPO}
+    assert list(wired) == [".github/hooks/snapshotter.json"], wired
+    prompt = "[shells] sed a.txt, write sub/deep.txt, read missing.txt, edit f.txt"
+    summary = drive(tmp_path, copilot, copilot_cache, root, shells_script(root), [prompt])
+    assert summary["served"] == [["shells", i] for i in range(5)]
+    committed = {**{k: v.encode() for k, v in SHELLS_REPO.items()}, **wired}
+    agents = {**{k: v.encode() for k, v in SHELLS_AFTER.items()}, **wired}
+    assert tree(root) == agents, "the agent's tree"
+    marked = read_marked(log)
+    events = [hook for hook, _ in marked]
+    turn_events = ["userPromptSubmitted", *["preToolUse", "postToolUse"] * 4, "agentStop"]
+    # init wires postToolUseFailure too; Copilot 1.0.102 sends none for a non-zero exit.
+    assert events == ["sessionStart", *turn_events, "sessionEnd"], events
+    results = [p["toolResult"] for hook, p in marked if hook == "postToolUse"]
+    print(f"[realclient] the failing command's postToolUse: {results[2]}")
+    assert results[2]["resultType"] == "success", results[2]
+    assert "exit code 1" in results[2]["textResultForLlm"], results[2]
+    print(f"[realclient] list:\n{run_cli('list', cwd=root).stdout}")
+    no_hook_failures()
+
+    cps = listed(root)
+    seen = [(cp["id"], cp["kind"], cp["parent"], cp["command"], files_of(cp)) for cp in cps]
+    turns = [cp for cp in cps if cp["kind"] == "turn"]
+    assert len(turns) == 1, f"one turn: {seen}"
+    (turn,) = turns
+    assert (turn["reason"], files_of(turn)) == ("turn_end", SHELLS_FILES), seen
+    assert all(cp["parent"] == turn["id"] for cp in cps if cp is not turn), seen
+    nested = [(cp["command"], files_of(cp)) for cp in cps if cp["parent"] == turn["id"]]
+    assert nested == SHELLS_TOOLS, f"the turn's tools, the failing one with none: {seen}"
+
+    out = cli_ok(root, "undo")
+    assert f"undid checkpoint {turn['id']}" in out, out
+    assert tree(root) == committed, "undo gives back the committed bytes"
+    cli_ok(root, "redo")
+    assert tree(root) == agents, "redo puts the agent's bytes back"
+    cli_ok(root, "reset", "--original")
+    assert tree(root) == committed, "reset --original: the committed bytes"
