@@ -17,6 +17,8 @@ with ``*** Begin Patch`` … ``*** End Patch``), or ``{"text": TEXT}``, which en
 the turn. Which answer a request gets is read from the request itself (how
 many tool calls follow the last user message that holds the key), so a retried
 request gets the same answer again. Requests without a key get a short text.
+The request log holds, for each request, what Codex sent back of each tool call
+(``outputs``: call_id -> output text), so a test can read how a command ended.
 
 Run as a script (``python fake_openai.py SPEC.json``) it is the driver, as
 ``fake_anthropic.py``'s (whose interrupt and wait-for-hooks helpers it uses): the
@@ -62,6 +64,20 @@ def tool_names(body: dict[str, Any]) -> list[str]:
     return [
         str(t.get("name") or t.get("type")) for t in body.get("tools") or [] if isinstance(t, dict)
     ]
+
+
+def tool_outputs(body: dict[str, Any]) -> dict[str, str]:
+    """call_id -> what Codex sent back as the output of each tool call the request holds."""
+    found: dict[str, str] = {}
+    for item in body.get("input") or []:
+        if isinstance(item, dict) and str(item.get("type", "")).endswith("_call_output"):
+            output = item.get("output")
+            if isinstance(output, list):  # content items
+                output = "\n".join(str(o.get("text", "")) for o in output if isinstance(o, dict))
+            elif isinstance(output, dict):
+                output = str(output.get("content", output))
+            found[str(item.get("call_id"))] = str(output)
+    return found
 
 
 def next_answer(script: Script, body: dict[str, Any]) -> tuple[str, int, dict[str, str]] | None:
@@ -232,6 +248,7 @@ class Handler(BaseHTTPRequestHandler):
                     i.get("type") for i in body.get("input") or [] if isinstance(i, dict)
                 ],
                 "scripted": tag,
+                "outputs": tool_outputs(body),
                 "answer": item,
                 **({"body": body} if os.environ.get("FAKE_OPENAI_BODIES") == "1" else {}),
             }

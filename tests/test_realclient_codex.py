@@ -256,19 +256,22 @@ def wrap_hooks(root: Path, home: Path, log: Path, cut_off: frozenset[str] = froz
     trust_hooks(root, home)
 
 
-def initialised_repo(tmp_path: Path, home: Path) -> Path:
+def initialised_repo(tmp_path: Path, home: Path, files: dict[str, str] = REPO) -> Path:
     """A committed repository with the fake provider configured, wired by init alone."""
-    root = make_repo(tmp_path / "repo", REPO)
+    root = make_repo(tmp_path / "repo", files)
     provider_config(home)
     wire_codex(root, home)
     return root
 
 
 def wired_repo(
-    tmp_path: Path, home: Path, cut_off: frozenset[str] = frozenset()
+    tmp_path: Path,
+    home: Path,
+    cut_off: frozenset[str] = frozenset(),
+    files: dict[str, str] = REPO,
 ) -> tuple[Path, Path]:
     """A committed repository whose hooks are wired and wrapped: (root, payload log)."""
-    root = initialised_repo(tmp_path, home)
+    root = initialised_repo(tmp_path, home, files)
     log = tmp_path / "hooks.jsonl"
     wrap_hooks(root, home, log, cut_off)
     return root, log
@@ -611,6 +614,121 @@ def test_sigint_during_a_slow_shell_tool(
     cli_ok(root, "reset", "--original")
     assert {p: (root / p).read_bytes() for p in REPO} == {p: t.encode() for p, t in REPO.items()}
     assert tree(root) == REPO
+    no_hook_failures()
+
+
+MIXED_REPO = {
+    "a.txt": "a as committed\n",
+    "f.txt": "f as committed\n",
+    "sub/keep.txt": "keep as committed\n",
+}
+F_PATCH = """*** Begin Patch
+*** Update File: f.txt
+@@
+-f as committed
++f patched
+*** End Patch
+"""
+MIXED_TURN = {
+    "turn-m": [
+        {
+            "answer": {"shell": "sed -i 's/a as committed/a by sed/' a.txt"},
+            "edits": [{"op": "write", "path": "a.txt", "content": "a by sed\n"}],
+        },
+        {
+            "answer": {"shell": "cd sub && echo deep > deep.txt"},
+            "edits": [{"op": "write", "path": "sub/deep.txt", "content": "deep\n"}],
+        },
+        {"answer": {"shell": "cat missing.txt"}, "edits": []},
+        {
+            "answer": {"patch": F_PATCH},
+            "edits": [{"op": "write", "path": "f.txt", "content": "f patched\n"}],
+        },
+        {"answer": {"text": "Mixed edits done."}},
+    ]
+}
+MIXED_PROMPT = "[turn-m] sed a.txt, write sub/deep.txt from sub, cat a missing file, patch f.txt"
+
+
+def tree_bytes(root: Path) -> dict[str, bytes]:
+    """The worktree's files (not .git, not .codex) as bytes."""
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.relative_to(root).parts[0] not in {".git", ".codex"}
+    }
+
+
+def test_sed_a_subdirectory_a_failing_command_and_apply_patch_in_one_turn(
+    tmp_path: Path, codex: str, hermetic: Path
+) -> None:
+    """One prompt: ``sed -i`` on a.txt, ``cd sub && echo deep > deep.txt``, ``cat
+    missing.txt`` (exits non-zero), an apply_patch of f.txt. One turn with its tools
+    nested, its files exactly those three; undo, redo, reset --original byte for byte."""
+    root, log = wired_repo(tmp_path, hermetic, files=MIXED_REPO)
+    committed = {p: t.encode() for p, t in MIXED_REPO.items()}
+    assert tree_bytes(root) == committed
+    summary = drive(tmp_path, codex, root, MIXED_TURN, [{"prompt": MIXED_PROMPT}])
+    succeeded(summary, tmp_path)
+    assert [(k, s) for k, s in summary["served"]] == [("turn-m", i) for i in range(5)]
+    agent = {p: t.encode() for p, t in after_edits(MIXED_REPO, MIXED_TURN).items()}
+    assert tree_bytes(root) == agent, "the scripted tools ran"
+
+    payloads = read_payloads(log)
+    print(f"[realclient] mixed: codex sent {names(payloads)}")
+    tool = ["PreToolUse", "PostToolUse"]
+    assert names(payloads) == ["SessionStart", "UserPromptSubmit", *tool * 4, "Stop", "SessionEnd"]
+    commands = [
+        "sed -i 's/a as committed/a by sed/' a.txt",
+        "cd sub && echo deep > deep.txt",
+        "cat missing.txt",
+        F_PATCH,
+    ]
+    expected = [
+        (name, command, f"call_turn-m_{i:02d}")
+        for i, (name, command) in enumerate(
+            zip(["Bash", "Bash", "Bash", "apply_patch"], commands, strict=True)
+        )
+    ]
+    for event in tool:
+        sent = [p for p in payloads if p["hook_event_name"] == event]
+        got = [(p["tool_name"], p["tool_input"]["command"], p["tool_use_id"]) for p in sent]
+        assert got == expected, f"{event}: {sent}"
+    # The failing command gets its PostToolUse as the others: its output (stderr) is the
+    # tool_response, without the exit code, which only the model is told.
+    (failed,) = [p for p in payloads if p["hook_event_name"] == "PostToolUse"][2:3]
+    print(f"[realclient] cat missing.txt: PostToolUse tool_response {failed['tool_response']!r}")
+    assert "missing.txt" in str(failed["tool_response"]), failed
+    requests = [json.loads(line) for line in (tmp_path / "client" / "requests.jsonl").open()]
+    told = next(
+        r["outputs"]["call_turn-m_02"] for r in requests if "call_turn-m_02" in r.get("outputs", {})
+    )
+    print(f"[realclient] cat missing.txt: the model was told {told!r}")
+    assert "code 1" in told, told
+
+    cps = listed(root)
+    (turn,) = [cp for cp in cps if cp["kind"] == "turn"]
+    assert turn["prompt"] == MIXED_PROMPT and turn["reason"] == "turn_end", turn
+    assert files_of(turn) == {"a.txt": "modified", "sub/deep.txt": "added", "f.txt": "modified"}
+    # Each tool that changed the tree is a checkpoint nested in the turn; the failing
+    # command, which changed nothing, is none.
+    assert [cp["id"] for cp in cps if cp["kind"] != "turn"] == [
+        cp["id"] for cp in cps if cp["parent"] == turn["id"]
+    ], cps
+    tools = [(t["tool_name"], t["command"], files_of(t)) for t in cps if t["parent"] == turn["id"]]
+    print(f"[realclient] mixed turn: {files_of(turn)}, tools {[t[:2] for t in tools]}")
+    assert tools == [
+        ("Bash", commands[0], {"a.txt": "modified"}),
+        ("Bash", commands[1], {"sub/deep.txt": "added"}),
+        ("apply_patch", F_PATCH, {"f.txt": "modified"}),
+    ], tools
+
+    cli_ok(root, "undo")
+    assert tree_bytes(root) == committed, "undo: the committed bytes"
+    cli_ok(root, "redo")
+    assert tree_bytes(root) == agent, "redo: the agent's bytes"
+    cli_ok(root, "reset", "--original")
+    assert tree_bytes(root) == committed, "reset --original: the committed bytes"
     no_hook_failures()
 
 
