@@ -27,9 +27,10 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from fake_api import JsonHandler, ScriptedServer
 
 # key -> the answers to that prompt, in order: {"bash": CMD} or {"text": TEXT}.
 Script = dict[str, list[dict[str, str]]]
@@ -118,41 +119,13 @@ def sse_events(full: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
     yield "message_stop", {"type": "message_stop"}
 
 
-class FakeAnthropic(ThreadingHTTPServer):
-    daemon_threads = True
-
+class FakeAnthropic(ScriptedServer):
     def __init__(self, script: Script, log: Path | None = None) -> None:
-        super().__init__(("127.0.0.1", 0), Handler)
-        self.script = script
-        self.log = log
-        self.lock = threading.Lock()
-        self.served: list[tuple[str, int]] = []  # (key, step) of each scripted answer
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
-
-    def record(self, entry: dict[str, Any]) -> None:
-        if self.log is None:
-            return
-        with self.lock, self.log.open("a") as f:
-            f.write(json.dumps(entry) + "\n")
+        super().__init__(Handler, script, log)
 
 
-class Handler(BaseHTTPRequestHandler):
+class Handler(JsonHandler):
     server: FakeAnthropic
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet
-        pass
-
-    def _json(self, status: int, data: Any) -> None:
-        raw = json.dumps(data).encode()
-        self.send_response(status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
 
     def do_HEAD(self) -> None:
         self.send_response(200)

@@ -29,9 +29,11 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from fake_anthropic import wait_for_hooks
+from fake_api import JsonHandler, ScriptedServer
 
 # key -> the answers to that prompt, in order: {"tool": NAME, "args": {...}} or {"text": TEXT}.
 Script = dict[str, list[dict[str, Any]]]
@@ -109,41 +111,15 @@ def sse_chunks(full: dict[str, Any]) -> Iterator[dict[str, Any]]:
     yield {**base, "choices": [end], "usage": full["usage"]}
 
 
-class FakeOpenAI(ThreadingHTTPServer):
-    daemon_threads = True
+class FakeOpenAI(ScriptedServer):
+    url_path = "/v1"
 
     def __init__(self, script: Script, log: Path | None = None) -> None:
-        super().__init__(("127.0.0.1", 0), Handler)
-        self.script = script
-        self.log = log
-        self.lock = threading.Lock()
-        self.served: list[tuple[str, int]] = []  # (key, step) of each scripted answer
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/v1"
-
-    def record(self, entry: dict[str, Any]) -> None:
-        if self.log is None:
-            return
-        with self.lock, self.log.open("a") as f:
-            f.write(json.dumps(entry) + "\n")
+        super().__init__(Handler, script, log)
 
 
-class Handler(BaseHTTPRequestHandler):
+class Handler(JsonHandler):
     server: FakeOpenAI
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet
-        pass
-
-    def _json(self, status: int, data: Any) -> None:
-        raw = json.dumps(data).encode()
-        self.send_response(status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
 
     def do_GET(self) -> None:
         self.server.record({"method": "GET", "path": self.path})
@@ -209,29 +185,6 @@ class Handler(BaseHTTPRequestHandler):
 
 
 # -- the driver: runs inside `unshare -n`, with only loopback -----------------------
-
-
-def hooks_running() -> list[int]:
-    """``snapshotter hook`` processes still running (in this PID namespace's /proc)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if b"snapshotter" in argv and b"hook" in argv:
-            found.append(int(entry.name))
-    return found
-
-
-def wait_for_hooks(within: float) -> float:
-    """Wait until the hooks the client started are done (everything here dies with PID 1)."""
-    started = time.monotonic()
-    while hooks_running() and time.monotonic() - started < within:
-        time.sleep(0.05)
-    return round(time.monotonic() - started, 2)
 
 
 def run_one(run: dict[str, Any], server: FakeOpenAI, out: Path) -> dict[str, Any]:

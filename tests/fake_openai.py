@@ -37,11 +37,11 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from fake_anthropic import interrupt_when_gone, wait_for_hooks
+from fake_api import JsonHandler, ScriptedServer
 
 # key -> the answers to that prompt, in order: {"shell": CMD}, {"patch": TEXT} or {"text": TEXT}.
 Script = dict[str, list[dict[str, str]]]
@@ -166,41 +166,15 @@ def sse_events(response_id: str, item: dict[str, Any], model: str) -> Iterator[d
     yield {"type": "response.completed", "response": done}
 
 
-class FakeOpenAI(ThreadingHTTPServer):
-    daemon_threads = True
+class FakeOpenAI(ScriptedServer):
+    url_path = "/v1"
 
     def __init__(self, script: Script, log: Path | None = None, port: int = 0) -> None:
-        super().__init__(("127.0.0.1", port), Handler)
-        self.script = script
-        self.log = log
-        self.lock = threading.Lock()
-        self.served: list[tuple[str, int]] = []  # (key, step) of each scripted answer
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/v1"
-
-    def record(self, entry: dict[str, Any]) -> None:
-        if self.log is None:
-            return
-        with self.lock, self.log.open("a") as f:
-            f.write(json.dumps(entry) + "\n")
+        super().__init__(Handler, script, log, port)
 
 
-class Handler(BaseHTTPRequestHandler):
+class Handler(JsonHandler):
     server: FakeOpenAI
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet
-        pass
-
-    def _json(self, status: int, data: Any) -> None:
-        raw = json.dumps(data).encode()
-        self.send_response(status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
 
     def do_GET(self) -> None:
         self.server.record({"method": "GET", "path": self.path})
