@@ -20,17 +20,13 @@ file it names is gone), and logs every request to the spec's ``requests`` file.
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from fake_api import JsonHandler, ScriptedServer
+from fake_api import JsonHandler, ScriptedServer, drive
 
 # key -> the answers to that prompt, in order: {"bash": CMD} or {"text": TEXT}.
 Script = dict[str, list[dict[str, str]]]
@@ -197,77 +193,12 @@ class Handler(JsonHandler):
 # -- the driver: runs inside `unshare -n`, with only loopback -----------------------
 
 
-def interrupt_when_gone(proc: subprocess.Popen[bytes], spec: dict[str, Any]) -> str:
-    """Send the spec's signal to ``proc`` once ``gone`` no longer exists (and a pause)."""
-    gone = Path(spec["gone"])
-    deadline = time.monotonic() + float(spec.get("within", 60))
-    while gone.exists():
-        if proc.poll() is not None:
-            return f"claude exited ({proc.returncode}) before {gone.name} was removed"
-        if time.monotonic() > deadline:
-            return f"{gone.name} was not removed in time"
-        time.sleep(0.05)
-    time.sleep(float(spec.get("after", 1.0)))
-    proc.send_signal(getattr(signal, spec.get("signal", "SIGINT")))
-    return f"sent {spec.get('signal', 'SIGINT')}"
-
-
-def hooks_running() -> list[int]:
-    """``snapshotter hook`` processes still running (in this PID namespace's /proc)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if b"snapshotter" in argv and b"hook" in argv:
-            found.append(int(entry.name))
-    return found
-
-
-def wait_for_hooks(within: float) -> float:
-    """Wait until the hooks the client started are done: it may exit without waiting for
-    SessionEnd's, and every process here is killed when the driver, PID 1, exits."""
-    started = time.monotonic()
-    while hooks_running() and time.monotonic() - started < within:
-        time.sleep(0.05)
-    return round(time.monotonic() - started, 2)
-
-
-def run_one(run: dict[str, Any], server: FakeAnthropic, out: Path) -> dict[str, Any]:
-    env = {**os.environ, **run.get("env", {}), "ANTHROPIC_BASE_URL": server.url}
-    started = time.monotonic()
-    with (
-        (out.with_suffix(".stdout")).open("ab") as so,
-        (out.with_suffix(".stderr")).open("ab") as se,
-    ):
-        proc = subprocess.Popen(
-            run["argv"], cwd=run["cwd"], env=env, stdin=subprocess.DEVNULL, stdout=so, stderr=se
-        )
-        note = interrupt_when_gone(proc, run["interrupt"]) if "interrupt" in run else None
-        try:
-            code = proc.wait(timeout=float(run.get("timeout", 120)))
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            code = proc.wait()
-            note = (note or "") + "; killed after the timeout"
-    seconds = round(time.monotonic() - started, 2)
-    waited = wait_for_hooks(float(run.get("hooks_within", 20)))
-    return {"returncode": code, "seconds": seconds, "hooks_after_exit": waited, "note": note}
-
-
 def main(spec_path: str) -> int:
-    spec = json.loads(Path(spec_path).read_text())
-    out = Path(spec["out"])
-    server = FakeAnthropic(spec["script"], Path(spec["requests"]))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    results = [run_one(run, server, out) for run in spec["runs"]]
-    server.shutdown()
-    summary = {"runs": results, "served": server.served}
-    out.write_text(json.dumps(summary, indent=1))
-    return 0
+    return drive(
+        spec_path,
+        lambda spec: FakeAnthropic(spec["script"], Path(spec["requests"])),
+        lambda server: {"ANTHROPIC_BASE_URL": server.url},
+    )
 
 
 if __name__ == "__main__":

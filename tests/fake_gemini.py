@@ -21,17 +21,13 @@ file it names is gone), and logs every request to the spec's ``requests`` file.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from fake_anthropic import interrupt_when_gone, wait_for_hooks
-from fake_api import JsonHandler, ScriptedServer
+from fake_api import JsonHandler, ScriptedServer, drive
 
 # key -> the answers to that prompt, in order: {"call": NAME, "args": {...}} or {"text": TEXT}.
 Script = dict[str, list[dict[str, Any]]]
@@ -190,38 +186,12 @@ class Handler(JsonHandler):
 # -- the driver: runs inside `unshare -n`, with only loopback -----------------------
 
 
-def run_one(run: dict[str, Any], server: FakeGemini, out: Path) -> dict[str, Any]:
-    env = {**os.environ, **run.get("env", {}), "GOOGLE_GEMINI_BASE_URL": server.url}
-    started = time.monotonic()
-    with (
-        (out.with_suffix(".stdout")).open("ab") as so,
-        (out.with_suffix(".stderr")).open("ab") as se,
-    ):
-        proc = subprocess.Popen(
-            run["argv"], cwd=run["cwd"], env=env, stdin=subprocess.DEVNULL, stdout=so, stderr=se
-        )
-        note = interrupt_when_gone(proc, run["interrupt"]) if "interrupt" in run else None
-        try:
-            code = proc.wait(timeout=float(run.get("timeout", 120)))
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            code = proc.wait()
-            note = (note or "") + "; killed after the timeout"
-    seconds = round(time.monotonic() - started, 2)
-    waited = wait_for_hooks(float(run.get("hooks_within", 20)))
-    return {"returncode": code, "seconds": seconds, "hooks_after_exit": waited, "note": note}
-
-
 def main(spec_path: str) -> int:
-    spec = json.loads(Path(spec_path).read_text())
-    out = Path(spec["out"])
-    server = FakeGemini(spec["script"], Path(spec["requests"]))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    results = [run_one(run, server, out) for run in spec["runs"]]
-    server.shutdown()
-    summary = {"runs": results, "served": server.served}
-    out.write_text(json.dumps(summary, indent=1))
-    return 0
+    return drive(
+        spec_path,
+        lambda spec: FakeGemini(spec["script"], Path(spec["requests"])),
+        lambda server: {"GOOGLE_GEMINI_BASE_URL": server.url},
+    )
 
 
 if __name__ == "__main__":

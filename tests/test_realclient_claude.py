@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 from builders import files_of, listed, make_repo, run_cli
-from test_claude_code_recorded import FIXTURE, PLACEHOLDERS, REPO
+from test_claude_code_recorded import FIXTURE, PLACEHOLDERS, REPO, cli_ok
 
 from snapshotter.store.logfile import log_path
 
@@ -129,15 +129,25 @@ def drive(
         # --allowedTools rather than --dangerously-skip-permissions: root may not use that.
         argv = [claude, "-p", run["prompt"], "--allowedTools", "Bash", *session]
         spec_runs.append({"argv": argv, "cwd": str(root), "env": env, "timeout": 90, **run})
+    summary = run_fake(FAKE, work, script, spec_runs)
+    return summary
+
+
+def run_fake(
+    fake: Path, work: Path, script: Any, runs: list[dict[str, Any]], **extra: Any
+) -> dict[str, Any]:
+    """Run a fake API's driver (``fake``: fake_anthropic.py, fake_openai.py...) on ``runs``
+    of the client, in a network namespace with only loopback; the driver's summary."""
     spec = {
         "out": str(work / "summary.json"),
         "requests": str(work / "requests.jsonl"),
         "script": script,
-        "runs": spec_runs,
+        "runs": runs,
+        **extra,
     }
     (work / "spec.json").write_text(json.dumps(spec))
     done = subprocess.run(
-        [*UNSHARE, "sh", "-c", LO_UP, sys.executable, str(FAKE), str(work / "spec.json")],
+        [*UNSHARE, "sh", "-c", LO_UP, sys.executable, str(fake), str(work / "spec.json")],
         capture_output=True,
         text=True,
         timeout=300,
@@ -149,21 +159,17 @@ def drive(
     return summary
 
 
-def succeeded(summary: dict[str, Any], tmp_path: Path) -> None:
+def succeeded(summary: dict[str, Any], tmp_path: Path, client: str = "claude") -> None:
     codes = [r["returncode"] for r in summary["runs"]]
     err = (tmp_path / "client" / "summary.stderr").read_text(errors="replace")
-    assert codes == [0] * len(codes), f"claude exit codes {codes}; its stderr: {err}"
-
-
-def cli_ok(root: Path, *args: str) -> str:
-    done = run_cli(*args, cwd=root)
-    assert done.returncode == 0, f"snapshotter {' '.join(args)} failed: {done.stderr}"
-    return done.stdout
+    assert codes == [0] * len(codes), f"{client} exit codes {codes}; its stderr: {err}"
 
 
 def no_hook_failures() -> None:
+    """``snapshotter hook`` logged no failure (it exits 0 whatever happens: SPEC §6)."""
     log = log_path(Path(os.environ["SNAPSHOTTER_DATA_DIR"]))
-    assert not log.exists(), f"hooks logged failures: {log.read_text()}"
+    logged = log.read_text() if log.exists() else ""
+    assert not logged.strip(), f"hook failures logged: {logged}"
 
 
 # The answers of the fake API, by the key in the prompt.

@@ -27,7 +27,6 @@ client sent into ``fixtures/sessions/codex/`` (``session.json``,
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shlex
@@ -40,15 +39,17 @@ from typing import Any
 
 import pytest
 from builders import files_of, listed, load_state, make_repo
+from test_claude_code_recorded import cli_ok
 from test_realclient_claude import (
-    LO_UP,
-    UNSHARE,
     _unshare_works,
     anonymised,
-    cli_ok,
     no_hook_failures,
     read_payloads,
+    run_fake,
+    succeeded,
 )
+
+from snapshotter.hooks.dialects import codex as codex_dialect
 
 pytestmark = pytest.mark.realclient
 
@@ -87,66 +88,20 @@ EVENTS = [
     "SessionEnd",
     "Interrupt",
 ]
-# The labels in hook-state keys and trust hashes (codex-rs/hooks/src/lib.rs).
-EVENT_LABELS = {
-    "PreToolUse": "pre_tool_use",
-    "PermissionRequest": "permission_request",
-    "PostToolUse": "post_tool_use",
-    "PreCompact": "pre_compact",
-    "PostCompact": "post_compact",
-    "SessionStart": "session_start",
-    "SessionEnd": "session_end",
-    "UserPromptSubmit": "user_prompt_submit",
-    "SubagentStart": "subagent_start",
-    "SubagentStop": "subagent_stop",
-    "Stop": "stop",
-    "Interrupt": "interrupt",
-}
-# Timeouts are seconds. SessionEnd and Interrupt hooks get 1 s unless told, at
-# most 3 (Codex clamps, with a warning); the others 600.
-SHORT_TIMEOUT_EVENTS = {"SessionEnd", "Interrupt"}
-
-
-def effective_timeout(event: str, timeout: int | None) -> int:
-    if event in SHORT_TIMEOUT_EVENTS:
-        return min(timeout or 1, 3)
-    return max(timeout or 600, 1)
-
-
-def trusted_hash(event: str, matcher: str | None, handler: dict[str, Any]) -> str:
-    """Codex's trust identity of one command hook (0.169; codex-rs/hooks/src/engine/discovery.rs
-    ``command_hook_hash``, codex-rs/config/src/fingerprint.rs ``version_for_toml``).
-
-    The hook normalised to ``{"event_name": LABEL, "matcher"?: M, "hooks": [{"type":
-    "command", "command": C, "timeout": SECONDS, "async": BOOL, "statusMessage"?: S}]}``
-    (absent fields left out, the timeout filled in), as JSON with sorted keys and no
-    whitespace, then ``"sha256:" + hexdigest``. Events without matchers (UserPromptSubmit,
-    Stop, SessionEnd, Interrupt) ignore a group's matcher; we write none.
-    """
-    hook: dict[str, Any] = {
-        "type": "command",
-        "command": handler["command"],
-        "timeout": effective_timeout(event, handler.get("timeout")),
-        "async": bool(handler.get("async", False)),
-    }
-    if handler.get("statusMessage") is not None:
-        hook["statusMessage"] = handler["statusMessage"]
-    identity: dict[str, Any] = {"event_name": EVENT_LABELS[event], "hooks": [hook]}
-    if matcher is not None:
-        identity["matcher"] = matcher
-    raw = json.dumps(identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return "sha256:" + hashlib.sha256(raw.encode()).hexdigest()
+# SessionEnd and Interrupt hooks get 1 s unless told, at most 3 (Codex clamps).
+SHORT_TIMEOUT_EVENTS = codex_dialect.DIALECT.budgeted
 
 
 def trusted_hashes(hooks_json: Path) -> dict[str, str]:
-    """Hook-state key (``PATH:LABEL:GROUP:HANDLER``) -> trusted hash, for each hook of the file."""
+    """Hook-state key (``PATH:LABEL:GROUP:HANDLER``) -> trusted hash, for each hook of the file
+    (``dialects.codex.trusted_hash``; Codex's own ``hooks/list`` is the judge of it)."""
     config = json.loads(hooks_json.read_text())
     found = {}
     for event, groups in config["hooks"].items():
         for g, group in enumerate(groups):
             for h, handler in enumerate(group["hooks"]):
-                key = f"{hooks_json}:{EVENT_LABELS[event]}:{g}:{h}"
-                found[key] = trusted_hash(event, group.get("matcher"), handler)
+                key = f"{hooks_json}:{codex_dialect.LABELS[event]}:{g}:{h}"
+                found[key] = codex_dialect.trusted_hash(event, group.get("matcher"), handler)
     return found
 
 
@@ -314,31 +269,14 @@ def drive(
         else:
             argv = [codex, "exec", "resume", "--last", *EXEC_FLAGS[:1], run["prompt"]]
         spec_runs.append({"argv": argv, "cwd": str(root), "env": env, "timeout": 90, **run})
-    spec = {
-        "out": str(work / "summary.json"),
-        "requests": str(work / "requests.jsonl"),
-        "port": PORT,
-        "script": {key: [a["answer"] for a in answers] for key, answers in script.items()},
-        "runs": spec_runs,
-    }
-    (work / "spec.json").write_text(json.dumps(spec))
-    done = subprocess.run(
-        [*UNSHARE, "sh", "-c", LO_UP, sys.executable, str(FAKE), str(work / "spec.json")],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+    summary = run_fake(
+        FAKE,
+        work,
+        {key: [a["answer"] for a in answers] for key, answers in script.items()},
+        spec_runs,
+        port=PORT,
     )
-    assert done.returncode == 0, f"the driver failed: {done.stderr}"
-    summary: dict[str, Any] = json.loads((work / "summary.json").read_text())
-    print(f"\n[realclient] {summary['runs']}")
     return summary
-
-
-def succeeded(summary: dict[str, Any], tmp_path: Path) -> None:
-    codes = [r["returncode"] for r in summary["runs"]]
-    err = (tmp_path / "client" / "summary.stderr").read_text(errors="replace")
-    assert codes == [0] * len(codes), f"codex exit codes {codes}; its stderr: {err}"
 
 
 # The answers of the fake API, by the key in the prompt; each with what it does to
@@ -504,7 +442,7 @@ def test_shell_turn_then_apply_patch_turn(tmp_path: Path, codex: str, hermetic: 
     root, log = wired_repo(tmp_path, hermetic)
     runs = [{"prompt": PROMPTS["turn-s"]}, {"prompt": PROMPTS["turn-p"]}]
     summary = drive(tmp_path, codex, root, {**SHELL_TURN, **PATCH_TURN}, runs)
-    succeeded(summary, tmp_path)
+    succeeded(summary, tmp_path, "codex")
     served = [(k, s) for k, s in summary["served"]]
     assert served == [("turn-s", i) for i in range(4)] + [("turn-p", i) for i in range(2)]
     assert tree(root) == after_edits(REPO, SHELL_TURN, PATCH_TURN), "the scripted tools ran"
@@ -669,7 +607,7 @@ def test_sed_a_subdirectory_a_failing_command_and_apply_patch_in_one_turn(
     committed = {p: t.encode() for p, t in MIXED_REPO.items()}
     assert tree_bytes(root) == committed
     summary = drive(tmp_path, codex, root, MIXED_TURN, [{"prompt": MIXED_PROMPT}])
-    succeeded(summary, tmp_path)
+    succeeded(summary, tmp_path, "codex")
     assert [(k, s) for k, s in summary["served"]] == [("turn-m", i) for i in range(5)]
     agent = {p: t.encode() for p, t in after_edits(MIXED_REPO, MIXED_TURN).items()}
     assert tree_bytes(root) == agent, "the scripted tools ran"

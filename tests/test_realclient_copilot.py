@@ -38,8 +38,7 @@ import pytest
 from builders import files_of, listed, make_repo, run_cli
 from test_claude_code_recorded import cli_ok
 from test_copilot_recorded import assert_turns_and_undo, tree
-
-from snapshotter.store.logfile import log_path
+from test_realclient_claude import _unshare_works, no_hook_failures, run_fake
 
 pytestmark = pytest.mark.realclient
 
@@ -50,16 +49,6 @@ VENV_BIN = Path(sys.executable).parent
 SESSION = "5a9e0000-0000-4000-8000-0000c0b1107a"
 COPILOT = os.environ.get("SNAPSHOTTER_COPILOT") or shutil.which("copilot")
 REPO = {"a.txt": "a as committed\n", "b.txt": "b as committed\n", "f.txt": "f as committed\n"}
-UNSHARE = [
-    "unshare",
-    "-n",
-    "-p",
-    "-f",
-    "-m",
-    "--mount-proc",
-    *(["-r"] if os.geteuid() != 0 else []),
-]
-LO_UP = 'ip link set lo up && exec "$0" "$@"'
 # This venv's console script, run as a process (as the client runs the hooks).
 SNAPSHOTTER_BIN = (str(VENV_BIN / "snapshotter"),)
 # The .claude/settings.json events (Claude Code's names); Copilot sends them snake_case.
@@ -80,18 +69,6 @@ QUIET = {
     # Exactly "true" also trusts the working directory, so that its hooks are loaded.
     "COPILOT_ALLOW_ALL": "true",
 }
-
-
-def _unshare_works() -> str | None:
-    """Why the scenario cannot run here, or None."""
-    if shutil.which("unshare") is None or shutil.which("ip") is None:
-        return "needs unshare and ip (util-linux, iproute2)"
-    done = subprocess.run(
-        [*UNSHARE, "sh", "-c", LO_UP, "true"], capture_output=True, text=True, check=False
-    )
-    if done.returncode != 0:
-        return f"unshare -n is not permitted here: {done.stderr.strip()}"
-    return None
 
 
 @pytest.fixture(scope="module")
@@ -192,23 +169,7 @@ def drive(
         argv = [copilot, "-p", prompt, "--allow-all-tools", "--no-auto-update", session]
         argv.append("--disable-client-telemetry")
         runs.append({"argv": argv, "cwd": str(root), "env": env, "timeout": 90})
-    spec = {
-        "out": str(work / "summary.json"),
-        "requests": str(work / "requests.jsonl"),
-        "script": script,
-        "runs": runs,
-    }
-    (work / "spec.json").write_text(json.dumps(spec))
-    done = subprocess.run(
-        [*UNSHARE, "sh", "-c", LO_UP, sys.executable, str(FAKE), str(work / "spec.json")],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, f"the driver failed: {done.stderr}"
-    summary: dict[str, Any] = json.loads((work / "summary.json").read_text())
-    print(f"\n[realclient] {summary['runs']}")
+    summary = run_fake(FAKE, work, script, runs)
     codes = [r["returncode"] for r in summary["runs"]]
     err = (work / "summary.stderr").read_text(errors="replace")
     out = (work / "summary.stdout").read_text(errors="replace")
@@ -268,13 +229,6 @@ def after_the_session(root: Path) -> None:
     assert (root / "f.txt").read_text() == REPO["f.txt"], "turn 2 checked f.txt out again"
     assert (root / "a.txt").read_text() == "a by the agent\n", "the edit tool changed a.txt"
     assert (root / "c.txt").read_text() == "c is new\n", "the create tool made c.txt"
-
-
-def no_hook_failures() -> None:
-    """``snapshotter hook`` logged no failure (it exits 0 whatever happens: SPEC §6)."""
-    log = log_path(Path(os.environ["SNAPSHOTTER_DATA_DIR"]))
-    logged = log.read_text() if log.exists() else ""
-    assert not logged.strip(), f"hook failures logged: {logged}"
 
 
 def configs(root: Path) -> dict[str, bytes]:

@@ -32,14 +32,14 @@ from typing import Any
 
 import pytest
 from builders import files_of, listed, make_repo, run_cli
-from test_claude_code_recorded import REPO
+from test_claude_code_recorded import REPO, cli_ok
 from test_realclient_claude import (
-    LO_UP,
-    UNSHARE,
     _unshare_works,
     anonymised,
     no_hook_failures,
     read_payloads,
+    run_fake,
+    succeeded,
 )
 
 pytestmark = pytest.mark.realclient
@@ -170,36 +170,8 @@ def drive(
         session = ["--session-id" if index == 0 else "--resume", SESSION]
         argv = [gemini, "-p", run["prompt"], "--approval-mode", "yolo", "-m", MODEL, *session]
         spec_runs.append({"argv": argv, "cwd": str(root), "env": env, "timeout": 90, **run})
-    spec = {
-        "out": str(work / "summary.json"),
-        "requests": str(work / "requests.jsonl"),
-        "script": script,
-        "runs": spec_runs,
-    }
-    (work / "spec.json").write_text(json.dumps(spec))
-    done = subprocess.run(
-        [*UNSHARE, "sh", "-c", LO_UP, sys.executable, str(FAKE), str(work / "spec.json")],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, f"the driver failed: {done.stderr}"
-    summary: dict[str, Any] = json.loads((work / "summary.json").read_text())
-    print(f"\n[realclient] {summary['runs']}")
+    summary = run_fake(FAKE, work, script, spec_runs)
     return summary
-
-
-def succeeded(summary: dict[str, Any], tmp_path: Path) -> None:
-    codes = [r["returncode"] for r in summary["runs"]]
-    err = (tmp_path / "client" / "summary.stderr").read_text(errors="replace")
-    assert codes == [0] * len(codes), f"gemini exit codes {codes}; its stderr: {err}"
-
-
-def cli_ok(root: Path, *args: str) -> str:
-    done = run_cli(*args, cwd=root)
-    assert done.returncode == 0, f"snapshotter {' '.join(args)} failed: {done.stderr}"
-    return done.stdout
 
 
 # The answers of the fake API, by the key in the prompt.
@@ -316,7 +288,7 @@ def test_records_what_gemini_sends_to_the_hooks(
     root = wired_repo(tmp_path, hermetic, log, gemini)
     runs = [{"prompt": PROMPTS["turn-1"]}, {"prompt": PROMPTS["turn-2"]}]
     summary = drive(tmp_path, gemini, root, {**TURN_1, **TURN_2}, runs)
-    succeeded(summary, tmp_path)
+    succeeded(summary, tmp_path, "gemini")
     assert summary["served"] == [[key, step] for key in ("turn-1", "turn-2") for step in range(3)]
     assert tree(root) == AFTER_TURNS, "the scripted tools ran"
 
@@ -409,7 +381,7 @@ def test_undo_restores_what_the_gemini_tools_changed(
     log = tmp_path / "hooks.jsonl"
     root = wired_repo(tmp_path, hermetic, log, gemini)
     runs = [{"prompt": PROMPTS["turn-1"]}, {"prompt": PROMPTS["turn-2"]}]
-    succeeded(drive(tmp_path, gemini, root, {**TURN_1, **TURN_2}, runs), tmp_path)
+    succeeded(drive(tmp_path, gemini, root, {**TURN_1, **TURN_2}, runs), tmp_path, "gemini")
     assert tree(root) == AFTER_TURNS
 
     cps = listed(root)
@@ -489,7 +461,7 @@ def test_shell_commands_sed_cd_and_a_failing_one(
     committed = as_bytes(SHELL_REPO)
     assert whole_tree(root) == committed
     summary = drive(tmp_path, gemini, root, TURN_S, [{"prompt": PROMPT_S}])
-    succeeded(summary, tmp_path)
+    succeeded(summary, tmp_path, "gemini")
     assert summary["served"] == [["turn-s", step] for step in range(5)], summary
     agents = as_bytes(AFTER_S)
     assert whole_tree(root) == agents, "the scripted tools ran"
