@@ -194,7 +194,9 @@ def test_directory_umask_and_environment_are_the_clients(
     assert stat.S_IMODE(restored.stat().st_mode) == 0o640, "the client's umask, not the server's"
     other = make_repo(tmp_path / "other", {"c.txt": "c\n"})
     listed = [cli(tmp_path, data_dir, "list", cwd=d, served=True) for d in (root / "sub", other)]
-    assert [(code, where) for code, _out, _err, where in listed] == [(0, "served")] * 2
+    assert [(code, where) for code, _out, _err, where in listed] == [(0, "served")] * 2, [
+        e for _c, _o, e, _w in listed
+    ]
     assert "no checkpoints" not in listed[0][1] and "turn_end" in listed[0][1]
     assert listed[1][1:3] == cli(tmp_path, data_dir, "list", cwd=other, served=False)[1:3]
     assert "turn_end" not in listed[1][1], "the other worktree's own (empty) list"
