@@ -351,7 +351,9 @@ def test_a_cli_client_that_goes_silent_after_ready_frees_the_server(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """Events wait while a command may fork: a client that never says "go" cannot
-    keep them waiting; nothing runs, and the gate opens for the next request."""
+    keep them waiting; nothing runs, the gate opens for the next request, and the
+    client, should it say "go" too late, is told "cold" (it runs the command itself:
+    a lost connection would make it report a server that stopped, exit 1)."""
     import socket
     import threading
 
@@ -375,5 +377,7 @@ def test_a_cli_client_that_goes_silent_after_ready_frees_the_server(
         with srv.gate.work():  # an event waits until the silent client is given up on
             pass
         thread.join(timeout=60)
+        ours.settimeout(10)
+        assert client.read_line(ours) == client.COLD, "nothing ran: the client runs it"
     assert not thread.is_alive() and not ran
     assert srv.gate.close(0), "the gate is open again"
