@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Literal, overload
 from snapshotter.config import DEFAULT_MAX_FILES, DEFAULT_MAX_NEW_FILE_SIZE, data_dir
 from snapshotter.errors import NothingToDo, SnapshotterError
 from snapshotter.git.worktree import find_worktree
-from snapshotter.history.records import restore_pending
+from snapshotter.history.state_file import restore_pending
 from snapshotter.store.layout import all_store_roots
 from snapshotter.store.shadow import Store
 from snapshotter.store.workspace import Workspace

@@ -1,8 +1,11 @@
-"""Persisted and printed records (SPEC §4), as pydantic models.
+"""The public API's records, as pydantic models: what the API and ``--json`` hand out.
 
-These are what the API and the CLI hand out. ``snapshotter hook`` never
-imports this module: it keeps the same records as plain objects
-(``history.records``) that these models validate (issue 16.4).
+This is the API's shape, not the storage format: state.json is defined by
+``history.records``' dataclasses alone (``history.codec`` derives its JSON).
+A ``Checkpoint`` is built from its record in one place,
+``history.records.Record.to_model``, field by field from the record's
+attributes; its JSON is the stored checkpoint's, as the tests hold it.
+``snapshotter hook`` never imports this module (issue 16.4).
 """
 
 from __future__ import annotations

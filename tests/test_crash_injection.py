@@ -45,7 +45,7 @@ from builders import event, fast_and_full, hook_in_process, make_repo
 from snapshotter.engine import Engine
 from snapshotter.fileio import TEMP_PREFIX
 from snapshotter.history import maintenance as gc_mod
-from snapshotter.history import records as state_mod
+from snapshotter.history import state_file as state_mod
 from snapshotter.store import compaction
 
 RUNS = fast_and_full(8, 200)  # random-instant kills, after the pinned ones

@@ -15,7 +15,7 @@ from snapshotter.engine import Engine
 from snapshotter.history import maintenance as gc_mod
 from snapshotter.history import undo as history
 from snapshotter.history.recorder import Recorder
-from snapshotter.history.records import load
+from snapshotter.history.state_file import load
 
 DEPTH = 1_100
 

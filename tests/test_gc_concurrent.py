@@ -25,8 +25,8 @@ from snapshotter.git.kinds import BLOB
 from snapshotter.history import maintenance as gc_mod
 from snapshotter.history import undo as history
 from snapshotter.history.recorder import Recorder
-from snapshotter.history.records import load, save
 from snapshotter.history.retention import Policy
+from snapshotter.history.state_file import load, save
 from snapshotter.hooks.builtin import SnapshotBuiltin
 from snapshotter.hooks.wire import HookInput
 from snapshotter.store import compaction

@@ -29,8 +29,8 @@ from snapshotter.git import packs as packwriter
 from snapshotter.history import maintenance as gc_mod
 from snapshotter.history import undo as history
 from snapshotter.history.recorder import Recorder
-from snapshotter.history.records import load, save
 from snapshotter.history.retention import Policy
+from snapshotter.history.state_file import load, save
 from snapshotter.store import compaction
 from snapshotter.store import shadow as store_mod
 from snapshotter.store.shadow import Store

@@ -14,7 +14,8 @@ from conftest import git, make_repo, write
 from snapshotter.engine import Engine
 from snapshotter.history import undo as history
 from snapshotter.history.recorder import Recorder
-from snapshotter.history.records import Restoring, load, save
+from snapshotter.history.records import Restoring
+from snapshotter.history.state_file import load, save
 
 LOOKALIKE = "notes/.snapshotter-tmp-0123456789ab"
 

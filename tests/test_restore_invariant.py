@@ -28,7 +28,7 @@ from snapshotter.engine import Engine
 from snapshotter.errors import Conflict, NothingToDo
 from snapshotter.history import undo as history
 from snapshotter.history.recorder import Recorder
-from snapshotter.history.records import load
+from snapshotter.history.state_file import load
 
 SESSION = "s"
 LIMIT = 64  # max_new_file_size: a few bytes more make a file "large"

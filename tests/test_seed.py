@@ -27,7 +27,7 @@ from snapshotter.git.kinds import git_mode
 from snapshotter.history import maintenance as gc_mod
 from snapshotter.history import undo as history
 from snapshotter.history.recorder import Recorder
-from snapshotter.history.records import load
+from snapshotter.history.state_file import load
 from snapshotter.store import compaction
 from snapshotter.store import seeding as seed_mod
 from snapshotter.store import stat_cache as manifest_io

@@ -34,7 +34,8 @@ from snapshotter.errors import (
     WorktreeWriteFailed,
 )
 from snapshotter.fileio import TEMP_PREFIX
-from snapshotter.history.records import STATE_FILE, JournalOp, Restoring, State, load, parse, save
+from snapshotter.history.records import JournalOp, Restoring, State
+from snapshotter.history.state_file import STATE_FILE, load, parse, save
 from snapshotter.store import restore as restore_mod
 from snapshotter.store.shadow import Store
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from snapshotter.errors import StoreError
 from snapshotter.history import sessions
-from snapshotter.history.records import State, load, save
+from snapshotter.history.records import State
 from snapshotter.history.retention import (
     Dropped,
     Policy,
@@ -23,6 +23,7 @@ from snapshotter.history.retention import (
     drop_session,
     oldest_droppable,
 )
+from snapshotter.history.state_file import load, save
 from snapshotter.store import compaction, stat_cache
 from snapshotter.store.compaction import Compaction
 from snapshotter.store.shadow import Store

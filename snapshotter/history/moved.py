@@ -22,7 +22,7 @@ from snapshotter.config import stores_dir
 from snapshotter.errors import BadInput, NotFound, NothingToDo, SnapshotterError, StoreError
 from snapshotter.fileio import write_atomic
 from snapshotter.git.worktree import Worktree
-from snapshotter.history.records import STATE_FILE, load
+from snapshotter.history.state_file import STATE_FILE, load
 from snapshotter.store import restore as restore_mod
 from snapshotter.store.layout import all_store_roots, store_key
 from snapshotter.store.shadow import Store

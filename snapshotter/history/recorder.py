@@ -18,15 +18,8 @@ from pathlib import Path
 from snapshotter.config import Kind, now_iso
 from snapshotter.errors import StoreError, UnsafePath
 from snapshotter.history import labels
-from snapshotter.history.records import (
-    MAX_PENDING_TOOLS,
-    Change,
-    Mark,
-    Record,
-    State,
-    editing,
-    load,
-)
+from snapshotter.history.records import MAX_PENDING_TOOLS, Change, Mark, Record, State
+from snapshotter.history.state_file import editing, load
 from snapshotter.store.changes import statuses
 from snapshotter.store.restore import check_path
 from snapshotter.store.shadow import Capture, Store

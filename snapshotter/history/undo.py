@@ -18,7 +18,8 @@ from dataclasses import replace
 
 from snapshotter.errors import Conflict, NotFound, NothingToDo, StoreError
 from snapshotter.history import journal
-from snapshotter.history.records import Mark, Record, RedoEntry, State, editing, load
+from snapshotter.history.records import Mark, Record, RedoEntry, State
+from snapshotter.history.state_file import editing, load
 from snapshotter.models import Checkpoint, RestoreReport
 from snapshotter.store.restore import RestoreResult, check_path
 from snapshotter.store.shadow import Capture, Store
