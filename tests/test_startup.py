@@ -6,7 +6,7 @@ and asserts on the modules it loaded (never on times): the client of a
 running hook server loads none of the heavy libraries, and a process that
 handles its event itself loads only what capturing needs: no pydantic, whose
 import and model building alone cost more than the rest of the imports (the
-state and the event are read plainly, history/records.py and hooks/events.py).
+state and the event are read plainly, history/codec.py and hooks/events.py).
 """
 
 from __future__ import annotations
@@ -37,14 +37,8 @@ NOT_FOR_CAPTURE = (
     "snapshotter.history.journal",
     "snapshotter.history.retention",
 )
-# pydantic and our modules that import it: the API's and the schema's models.
-PYDANTIC = (
-    "pydantic",
-    "pydantic_core",
-    "snapshotter.models",
-    "snapshotter.hooks.wire",
-    "snapshotter.history.schema",
-)
+# pydantic and our modules that import it: the API's models and the hook's wire models.
+PYDANTIC = ("pydantic", "pydantic_core", "snapshotter.models", "snapshotter.hooks.wire")
 
 # Runs the console script's entry, then reports what the process loaded.
 PROBE = """
@@ -117,15 +111,17 @@ def test_a_tool_span_handled_in_process_loads_no_pydantic(tmp_path: Path, data_d
         assert not extra, f"{name} loaded pydantic: {extra}"
 
 
-def test_an_event_pydantic_must_convert_is_still_recorded(tmp_path: Path, data_dir: Path) -> None:
-    """A field of another JSON type (a number as a string) goes through HookInput, as before."""
+def test_fields_the_builtin_does_not_read_are_left_alone(tmp_path: Path, data_dir: Path) -> None:
+    """A field of another JSON type (a number as a string) that the builtin does not read
+    changes nothing: the turn is recorded, and nothing converts it (no pydantic)."""
     root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
-    base = {"session_id": "s", "cwd": str(root), "iteration": "3"}
+    base = {"session_id": "s", "cwd": str(root), "iteration": "3", "messages": {}}
     probe(tmp_path, data_dir, {**base, "hook_event_name": "turn_start"})
     write(root, "a.txt", "changed\n")
     found = probe(tmp_path, data_dir, {**base, "hook_event_name": "turn_end"})
     assert checkpoint_files(root, data_dir, "s") == [["a.txt"]], "the turn was recorded"
-    assert loaded(found["modules"], ("pydantic",)), "HookInput converted the odd field"
+    extra = loaded(found["modules"], PYDANTIC)
+    assert not extra, f"an event with odd fields loaded pydantic: {extra}"
 
 
 def test_an_event_the_builtin_ignores_loads_no_engine(tmp_path: Path, data_dir: Path) -> None:

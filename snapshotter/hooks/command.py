@@ -18,10 +18,6 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import BinaryIO
 
-    from pydantic import ValidationError
-
-    from snapshotter.hooks.wire import HookInput
-
 MAX_INPUT_BYTES = 64 * 1024 * 1024
 
 
@@ -110,11 +106,11 @@ def _handle(raw: bytes, data_dir: Path, args: list[str]) -> None:
     if not isinstance(data, dict):
         raise BadInput("hook input must be a JSON object")
     from snapshotter.hooks.dialects import normalize
-    from snapshotter.hooks.events import SNAPSHOT_EVENTS, plain_event
+    from snapshotter.hooks.events import SNAPSHOT_EVENTS, Event
 
     sent, chosen = data, _dialect_args(args)
     data = normalize(data, chosen)  # any runtime's names as ours
-    hook_input = plain_event(data) or _validated(data)  # pydantic only for odd input
+    hook_input = Event.read(data)  # the fields the builtin reads, checked (BadInput)
     if hook_input.event not in SNAPSHOT_EVENTS:
         _unknown(data_dir, hook_input.event, sent)
         return  # before the builtin's imports: an event we ignore costs no more
@@ -172,25 +168,3 @@ def _unknown(data_dir: Path, event: str, data: dict[str, object]) -> None:
     append(data_dir, f"snapshotter hook: ignored {what}: not an event snapshotter knows")
     with contextlib.suppress(OSError):  # a read-only data dir: said every time, not never
         write_atomic(seen_file, json.dumps(seen).encode())  # (beside hook.log, made above)
-
-
-def _validated(data: dict[str, object]) -> HookInput:
-    """``HookInput`` of input the plain reading leaves to it (converted, or BadInput)."""
-    from pydantic import ValidationError
-
-    from snapshotter.errors import BadInput
-    from snapshotter.hooks.wire import HookInput
-
-    try:
-        return HookInput.model_validate(data)
-    except ValidationError as exc:
-        raise BadInput(f"hook input has wrong types: {_fields(exc)}") from exc
-
-
-def _fields(exc: ValidationError) -> str:
-    """``session_id: Input should be a valid string; cwd: ...`` (the first three)."""
-    found = [
-        f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']}" for e in exc.errors()[:3]
-    ]
-    more = exc.error_count() - len(found)
-    return "; ".join(found) + (f" (and {more} more)" if more > 0 else "")

@@ -4,11 +4,10 @@ Other runtimes' input (Claude Code's PascalCase event names, Codex's, Gemini
 CLI's...) is accepted and mapped to the docker-agent events the snapshot
 builtin handles (SPEC §6); each runtime's names live in ``hooks.dialects``.
 
-The wire models (``HookInput``, ``HookOutput``) are pydantic and live in
-``hooks.wire``. ``snapshotter hook`` reads its event with ``plain_event``:
-checks that accept exactly what ``HookInput`` takes unchanged, leaving
-anything else to ``HookInput`` itself, so a hook process with an ordinary
-event pays no pydantic import (issue 16.4).
+``snapshotter hook`` reads only the fields the builtin uses (``Event.read``),
+without pydantic (issue 16.4); docker-agent's whole payload and the hooks'
+answers are the pydantic wire models of ``hooks.wire``, for a runtime's
+registry and the API.
 """
 
 from __future__ import annotations
@@ -96,32 +95,57 @@ def named_paths_of(tool_input: dict[str, Any] | None, cwd: str) -> list[str]:
 
 
 class Event:
-    """One event as the snapshot builtin reads it: ``HookInput``'s values, without pydantic.
+    """One event as the snapshot builtin reads it: the fields it uses, checked, and no other.
 
-    A ``HookInput`` has the same attributes and methods, so either may be handed
-    to the builtin.
+    The annotations below are the one definition of what ``snapshotter hook``
+    takes from an event: each field's JSON type (``_KINDS``), cleaned as
+    ``CLEAN`` says. Every other field is the runtime's own and is left alone,
+    whatever its type. ``wire.HookInput`` (docker-agent's whole payload, for a
+    runtime's registry and the API) cleans these fields by the same rules and
+    has the same attributes and methods, so either may be handed to the builtin.
     """
 
-    __slots__ = (
-        "cwd",
-        "hook_event_name",
-        "prompt",
-        "reason",
-        "session_id",
-        "tool_input",
-        "tool_name",
-        "tool_use_id",
-    )
+    # Read as text (``from __future__ import annotations``), so no typing import.
+    session_id: str
+    cwd: str
+    hook_event_name: str
+    tool_name: str
+    tool_use_id: str
+    tool_input: dict[str, Any] | None
+    reason: str
+    prompt: str
 
     def __init__(self, fields: dict[str, Any]) -> None:
-        self.session_id: str = fields.get("session_id", "")
-        self.cwd: str = fields.get("cwd", "")
-        self.hook_event_name: str = fields.get("hook_event_name", "")
-        self.tool_name: str = fields.get("tool_name", "")
-        self.tool_use_id: str = fields.get("tool_use_id", "")
-        self.tool_input: dict[str, Any] | None = fields.get("tool_input")
-        self.reason: str = fields.get("reason", "")
-        self.prompt: str = fields.get("prompt", "")
+        """``fields``: values already read (``read``); a field left out has its default."""
+        for name, kind in self.__annotations__.items():
+            setattr(self, name, fields.get(name, _KINDS[kind][1]))
+
+    @classmethod
+    def read(cls, data: dict[str, Any]) -> Event:
+        """The event ``data`` (a JSON object, in our names: ``dialects.normalize``) holds.
+
+        BadInput names the fields of a wrong type (the first three), in the words
+        pydantic would use, as ``HookInput`` does for the same fields."""
+        fields: dict[str, Any] = {}
+        errors = []
+        for name, kind in cls.__annotations__.items():
+            if name not in data:
+                continue
+            value, (types, _default, should_be) = data[name], _KINDS[kind]
+            if type(value) not in types:
+                errors.append(f"{name}: {should_be}")
+                continue
+            clean = CLEAN.get(name)
+            try:
+                fields[name] = value if clean is None else clean(value)
+            except ValueError as exc:
+                errors.append(f"{name}: Value error, {exc}")
+        if errors:
+            from snapshotter.errors import BadInput
+
+            more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
+            raise BadInput(f"hook input has wrong types: {'; '.join(errors[:3])}{more}")
+        return cls(fields)
 
     @property
     def event(self) -> str:
@@ -134,69 +158,33 @@ class Event:
         return named_paths_of(self.tool_input, self.cwd)
 
 
-# HookInput's fields by the one JSON shape each takes unchanged (tests hold this
-# table to HookInput's own fields): "str", "int", "bool", "object?" (an object or
-# null), "array?", "objects?" (an array of objects, or null), "any".
-_STR = (
-    "session_id cwd hook_event_name agent_name model_id last_user_message tool_name "
-    "tool_use_id source reason stop_response prompt parent_session_id notification_level "
-    "notification_message from_agent to_agent agent_switch_kind approval_decision "
-    "approval_source compaction_reason summary transcript_path"
-)
-_INT = (
-    "iteration previous_max_iterations new_max_iterations input_tokens output_tokens context_limit"
-)
-FIELD_SHAPES: dict[str, str] = {
-    **dict.fromkeys(_STR.split(), "str"),
-    **dict.fromkeys(_INT.split(), "int"),
-    "tool_error": "bool",
-    "tool_input": "object?",
-    "messages": "array?",
-    "from_agent_models": "objects?",
-    "tool_response": "any",
+# An annotation of ``Event``: the JSON types it takes, its default, and what
+# pydantic says of another type.
+_KINDS: dict[str, tuple[tuple[type, ...], object, str]] = {
+    "str": ((str,), "", "Input should be a valid string"),
+    "dict[str, Any] | None": ((dict, type(None)), None, "Input should be a valid dictionary"),
 }
-# Validated as HookInput does: surrogates replaced, then bounded or cut.
-CLEANED = ("session_id", "tool_use_id", "tool_name", "reason", "cwd")
-BOUNDED = ("session_id", "tool_use_id", "tool_name")
 
 
-def plain_event(data: dict[str, Any]) -> Event | None:
-    """The event ``data`` (a JSON object) holds, as ``HookInput.model_validate`` reads it.
-
-    None unless every field has its exact type: a number as a string, a wrong
-    type or an id too long is ``HookInput``'s to convert or reject.
-    """
-    if not _plain(data):
-        return None
-    fields = dict(data)
-    for name in CLEANED:
-        value = fields.get(name)
-        if value:
-            fields[name] = without_lone_surrogates(value)
-    if "reason" in fields:
-        fields["reason"] = fields["reason"][:MAX_REASON_CHARS]
-    event = fields.get("hook_event_name")
-    if event:
-        fields["hook_event_name"] = our_event_name(event)
-    return Event(fields)
+def _id(value: str) -> str:
+    # Kept in the store's state, which every later event loads and saves:
+    # a megabyte-long id would slow down every hook of that worktree for good.
+    value = without_lone_surrogates(value)
+    if len(value) > MAX_ID_CHARS:
+        raise ValueError(f"longer than {MAX_ID_CHARS} characters")
+    return value
 
 
-def _plain(data: dict[str, Any]) -> bool:
-    """Does every field of ``data`` have its exact shape (so HookInput would change nothing)?"""
-    for key, value in data.items():
-        shape = FIELD_SHAPES.get(key, "any")  # an unknown key: ignored by both
-        if shape != "any" and not _SHAPES[shape](value):
-            return False
-    return not any(
-        len(without_lone_surrogates(data[name])) > MAX_ID_CHARS for name in BOUNDED if name in data
-    )
+def _reason(value: str) -> str:
+    return without_lone_surrogates(value)[:MAX_REASON_CHARS]  # a checkpoint label, kept
 
 
-_SHAPES: dict[str, Callable[[Any], bool]] = {
-    "str": lambda v: type(v) is str,
-    "int": lambda v: type(v) is int,
-    "bool": lambda v: type(v) is bool,
-    "object?": lambda v: v is None or type(v) is dict,
-    "array?": lambda v: v is None or type(v) is list,
-    "objects?": lambda v: v is None or (type(v) is list and all(type(i) is dict for i in v)),
+# How a field of ``Event`` is cleaned once its type is right (the others: as they are).
+CLEAN: dict[str, Callable[[str], str]] = {
+    "session_id": _id,
+    "cwd": without_lone_surrogates,
+    "hook_event_name": our_event_name,
+    "tool_name": _id,
+    "tool_use_id": _id,
+    "reason": _reason,
 }

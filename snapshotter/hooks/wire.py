@@ -1,23 +1,17 @@
 """Hook wire models, compatible with docker-agent's ``Input``/``Output`` JSON (pydantic).
 
-``snapshotter hook`` reads an ordinary event without them (``events.plain_event``);
-a runtime's registry (registry.py) and the API use these.
+A runtime's registry (registry.py) and the API use these; ``snapshotter hook``
+reads only the fields the builtin uses, without pydantic (``events.Event``),
+and ``HookInput`` cleans those fields by the same rules (``events.CLEAN``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from snapshotter.hooks.events import (
-    MAX_ID_CHARS,
-    MAX_REASON_CHARS,
-    command_of,
-    named_paths_of,
-    our_event_name,
-    without_lone_surrogates,
-)
+from snapshotter.hooks.events import CLEAN, command_of, named_paths_of
 
 
 class HookInput(BaseModel):
@@ -61,29 +55,11 @@ class HookInput(BaseModel):
     # Claude Code only.
     transcript_path: str = ""
 
-    @field_validator("session_id", "tool_use_id", "tool_name", "reason", "cwd")
+    @field_validator(*CLEAN)
     @classmethod
-    def _no_lone_surrogates(cls, value: str) -> str:
-        return without_lone_surrogates(value)
-
-    @field_validator("session_id", "tool_use_id", "tool_name")
-    @classmethod
-    def _bounded(cls, value: str) -> str:
-        # Kept in the store's state, which every later event loads and saves:
-        # a megabyte-long id would slow down every hook of that worktree for good.
-        if len(value) > MAX_ID_CHARS:
-            raise ValueError(f"longer than {MAX_ID_CHARS} characters")
-        return value
-
-    @field_validator("reason")
-    @classmethod
-    def _short_reason(cls, value: str) -> str:
-        return value[:MAX_REASON_CHARS]  # a checkpoint label, kept in the state
-
-    @field_validator("hook_event_name")
-    @classmethod
-    def _normalise_event(cls, value: str) -> str:
-        return our_event_name(value)
+    def _as_the_hook_reads_it(cls, value: str, info: ValidationInfo) -> str:
+        """The builtin's fields cleaned as ``snapshotter hook`` cleans them (``events.CLEAN``)."""
+        return CLEAN[info.field_name or ""](value)
 
     @property
     def event(self) -> str:
