@@ -11,16 +11,9 @@ from test_cli_e2e import commands_for, listed, parse_yaml, replay_through, shape
 
 from snapshotter.cli.main import main
 from snapshotter.cli.replay import build_repo, load_recipe, load_session
+from snapshotter.hooks.dialects import claude_code
 
-CLAUDE_EVENTS = [
-    "SessionStart",
-    "UserPromptSubmit",
-    "PreToolUse",
-    "PostToolUse",
-    "PostToolUseFailure",
-    "Stop",
-    "SessionEnd",
-]
+CLAUDE_EVENTS = list(claude_code.DIALECT.events)
 THEIRS: dict[str, Any] = {
     "permissions": {"allow": ["Bash(npm test)"]},
     "hooks": {

@@ -40,6 +40,8 @@ from test_claude_code_recorded import cli_ok
 from test_copilot_recorded import assert_turns_and_undo, tree
 from test_realclient_claude import _unshare_works, no_hook_failures, run_fake
 
+from snapshotter.hooks.dialects import claude_code
+
 pytestmark = pytest.mark.realclient
 
 HERE = Path(__file__).parent
@@ -52,14 +54,7 @@ REPO = {"a.txt": "a as committed\n", "b.txt": "b as committed\n", "f.txt": "f as
 # This venv's console script, run as a process (as the client runs the hooks).
 SNAPSHOTTER_BIN = (str(VENV_BIN / "snapshotter"),)
 # The .claude/settings.json events (Claude Code's names); Copilot sends them snake_case.
-PASCAL_EVENTS = [
-    "SessionStart",
-    "UserPromptSubmit",
-    "PreToolUse",
-    "PostToolUse",
-    "Stop",
-    "SessionEnd",
-]
+PASCAL_EVENTS = [e for e in claude_code.DIALECT.events if e != "PostToolUseFailure"]
 # No request but the model's: BYOK offline mode, no telemetry, no update check.
 QUIET = {
     "COPILOT_OFFLINE": "true",

@@ -10,24 +10,26 @@ ends there, as interrupted. Codex cuts SessionEnd and Interrupt hooks off at
 
 from __future__ import annotations
 
-from snapshotter.hooks.dialects import Dialect
+from snapshotter.hooks.dialects import Dialect, claude_code
 
 PATCH_BEGIN = "*** Begin Patch"
 _PATH_LINES = ("*** Add File:", "*** Update File:", "*** Delete File:", "*** Move to:")
 
+
+def _claude_shaped() -> dict[str, str]:
+    """Claude Code's events as Codex sends them: no PostToolUseFailure, and an Interrupt
+    that ends the turn, before SessionEnd (the order ``init`` writes them in)."""
+    events = dict(claude_code.DIALECT.events)
+    del events["PostToolUseFailure"]
+    session_end = events.pop("SessionEnd")
+    return {**events, "Interrupt": "turn_end", "SessionEnd": session_end}
+
+
 DIALECT = Dialect(
     name="codex",
     title="Codex CLI",
-    events={
-        "SessionStart": "session_start",
-        "UserPromptSubmit": "turn_start",
-        "PreToolUse": "pre_tool_use",
-        "PostToolUse": "post_tool_use",
-        "Stop": "turn_end",
-        "Interrupt": "turn_end",
-        "SessionEnd": "session_end",
-    },
-    matchers=frozenset(("PreToolUse", "PostToolUse")),
+    events=_claude_shaped(),
+    matchers=claude_code.DIALECT.matchers - {"PostToolUseFailure"},
     ignored=frozenset(
         ("PermissionRequest", "PreCompact", "PostCompact", "SubagentStart", "SubagentStop")
     ),
