@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -285,3 +286,53 @@ class Measured:
 def test_a_field_json_cannot_hold_as_written_is_refused_at_once() -> None:
     with pytest.raises(TypeError, match="no JSON form"):
         codec.write(Measured(1.5))
+
+
+@dataclass
+class Tree:
+    name: str
+    kids: list[Tree] = field(default_factory=list)
+
+
+def test_a_class_may_hold_itself() -> None:
+    tree = Tree("a", [Tree("b", [Tree("c")])])
+    document = codec.write(tree)
+    assert document == {"name": "a", "kids": [{"name": "b", "kids": [{"name": "c", "kids": []}]}]}
+    assert codec.read(Tree, document) == tree
+
+
+@dataclass
+class Fresh:
+    name: str
+
+
+def test_a_reader_being_built_is_not_used_by_another_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The hook server reads states in several threads: the second waits for the build."""
+    building, go_on = threading.Event(), threading.Event()
+    real = codec._object_reader
+
+    def slow(cls: type) -> Any:
+        building.set()
+        go_on.wait(5)
+        return real(cls)
+
+    monkeypatch.setattr(codec, "_object_reader", slow)
+    found: list[Fresh | BaseException] = []
+
+    def read() -> None:
+        try:
+            found.append(codec.read(Fresh, {"name": "x"}))
+        except BaseException as exc:  # (a RecursionError, were it handed a stand-in)
+            found.append(exc)
+
+    first, second = threading.Thread(target=read), threading.Thread(target=read)
+    first.start()
+    assert building.wait(5)
+    second.start()
+    second.join(0.2)
+    go_on.set()
+    first.join(5)
+    second.join(5)
+    assert found == [Fresh("x"), Fresh("x")]

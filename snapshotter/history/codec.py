@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import inspect
 import sys
+import threading
 import types
 import typing
 from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
@@ -79,16 +81,25 @@ def _writer(cls: type) -> typing.Callable[[Any], dict[str, Any]]:
     return _built(_WRITERS, cls, _object_writer)
 
 
+_BUILDING = threading.RLock()  # the hook server reads states in several threads
+_PENDING: dict[tuple[int, type], Any] = {}  # stand-ins for the readers and writers being built
+
+
 def _built(cache: dict[type, F], cls: type, build: typing.Callable[[type], F]) -> F:
+    """``cache[cls]``, built first if need be; only finished ones are ever in ``cache``."""
     found = cache.get(cls)
-    if found is None:
-        # While it is built, for a class inside itself: whatever it will be.
-        cache[cls] = typing.cast(F, lambda value: cache[cls](value))
-        try:
-            found = cache[cls] = build(cls)
-        except BaseException:
-            del cache[cls]  # (a field JSON cannot hold: TypeError, each time)
-            raise
+    if found is not None:
+        return found
+    with _BUILDING:  # re-entrant: a class's reader builds the readers of the classes it holds
+        pending = (id(cache), cls)
+        found = cache.get(cls) or _PENDING.get(pending)
+        if found is None:
+            # For a class inside itself: calls what will be there once it is built.
+            _PENDING[pending] = lambda value: cache[cls](value)
+            try:
+                found = cache[cls] = build(cls)
+            finally:
+                del _PENDING[pending]
     return found
 
 
@@ -104,26 +115,28 @@ def _fields(cls: type) -> list[tuple[dataclasses.Field[Any], Any]]:
     on every event, and most fields share a few annotations (``str``, ``int``)."""
     found = _FIELDS.get(cls)
     if found is None:
-        found = _FIELDS[cls] = [(f, _hint(f, cls)) for f in dataclasses.fields(cls)]
+        # An annotation means what it means where it was written: in its class's module.
+        where = {
+            name: c.__module__ for c in cls.__mro__[::-1] for name in inspect.get_annotations(c)
+        }
+        found = [(f, _hint(f.type, where[f.name])) for f in dataclasses.fields(cls)]
+        _FIELDS[cls] = found
     return found
 
 
-def _hint(f: dataclasses.Field[Any], cls: type) -> Any:
-    if not isinstance(f.type, str):
-        return f.type
-    # Evaluated where it was written: in the module of the class that declares it.
-    owner = next(c for c in cls.__mro__ if f.name in vars(c).get("__annotations__", {}))
-    key = (owner.__module__, f.type)
-    found = _HINTS.get(key)
+def _hint(annotation: Any, module: str) -> Any:
+    if not isinstance(annotation, str):
+        return annotation
+    found = _HINTS.get((module, annotation))
     if found is None:
-        space = vars(sys.modules[owner.__module__])
-        if f.type in space:
-            found = space[f.type]
-        elif f.type.isidentifier():
-            found = getattr(builtins, f.type)
+        space = vars(sys.modules[module])
+        if annotation in space:
+            found = space[annotation]
+        elif annotation.isidentifier():
+            found = getattr(builtins, annotation)
         else:
-            found = eval(f.type, space)  # a class's own annotation
-        _HINTS[key] = found
+            found = eval(annotation, space)  # a class's own annotation
+        _HINTS[module, annotation] = found
     return found
 
 
