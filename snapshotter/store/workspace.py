@@ -87,10 +87,6 @@ class Workspace:
         """Unified diff text between two trees, limited to ``paths`` when given."""
         return changes_mod.diff_text(self.store, before, after, paths)
 
-    def diff_stat(self, before: str, after: str, paths: Collection[str] | None = None) -> str:
-        """``git diff --stat``-style summary between two trees."""
-        return changes_mod.diff_stat(self.store, before, after, paths)
-
     def restore(self, tree: str, paths: Iterable[str]) -> restore_mod.RestoreResult:
         """Make ``paths`` match ``tree`` in the worktree; other files are not touched."""
         with self.store.locked():
