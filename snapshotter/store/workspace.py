@@ -2,7 +2,7 @@
 
 What history needs of a worktree: capture it, compare and diff trees,
 restore files, read entries, and the same over another part of it. The
-engine (engine.py) adds opening by directory and gc on top of this.
+engine (engine/) adds opening by directory and the history on top of this.
 """
 
 from __future__ import annotations
