@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Literal, overload
 from snapshotter.config import DEFAULT_MAX_FILES, DEFAULT_MAX_NEW_FILE_SIZE, data_dir
 from snapshotter.errors import NothingToDo
 from snapshotter.git.worktree import find_worktree
-from snapshotter.history.recorder import Recorder
 from snapshotter.history.records import Record, restore_pending
 from snapshotter.store.changes import FileDiff
 from snapshotter.store.shadow import Store
@@ -29,6 +28,7 @@ from snapshotter.store.workspace import Workspace
 
 if TYPE_CHECKING:
     from snapshotter.history.maintenance import GcReport
+    from snapshotter.history.recorder import Recorder
     from snapshotter.history.retention import Policy
     from snapshotter.models import Checkpoint, RestoreReport
 
@@ -37,7 +37,6 @@ __all__ = [
     "Engine",
     "FileDiff",
     "Record",
-    "Recorder",
     "commit_all",
     "load_commands",
     "open_existing",
@@ -145,6 +144,8 @@ class Engine(Workspace):
 
     def recorder(self, session_id: str) -> Recorder:
         """What turns a session's lifecycle events into checkpoints (SPEC §4)."""
+        from snapshotter.history.recorder import Recorder
+
         return Recorder(self, session_id)
 
     def checkpoint(self, label: str = "", session_id: str = "cli") -> Checkpoint | None:

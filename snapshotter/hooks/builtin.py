@@ -20,7 +20,7 @@ from snapshotter.config import (
     data_dir,
     parse_size,
 )
-from snapshotter.engine import Engine, Record, Recorder, open_existing
+from snapshotter.engine import Engine, Record, open_existing
 from snapshotter.engine.sessions import first_stop, open_session
 from snapshotter.errors import BadInput, NotAWorktree, NothingToDo, SnapshotterError
 from snapshotter.hooks import events as ev
@@ -109,7 +109,7 @@ class SnapshotBuiltin:
         if engine.recovered is not None:  # a hook prints nothing: the line goes to hook.log
             log_failure(self.data_dir, f"snapshotter hook: {engine.recovered}")
         self.last_session[engine.root] = session
-        return _dispatch(engine, engine.recorder(session), hook_input, options)
+        return _dispatch(engine, session, hook_input, options)
 
 
 def _say_stopped(data_dir: Path, event: str, session: str, directory: str) -> None:
@@ -184,9 +184,10 @@ def retention_policy(options: dict[str, str]) -> Policy:
 
 
 def _dispatch(
-    engine: Engine, recorder: Recorder, hook_input: HookInput | Event, options: dict[str, str]
+    engine: Engine, session: str, hook_input: HookInput | Event, options: dict[str, str]
 ) -> Record | None:
     event = hook_input.event
+    recorder = engine.recorder(session)
     if event == ev.SESSION_START:
         return recorder.session_start()
     elif event == ev.TURN_START:
