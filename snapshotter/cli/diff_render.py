@@ -11,10 +11,25 @@ import unicodedata
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from snapshotter.names import display
+from snapshotter.names import display, encode
 
 if TYPE_CHECKING:
     from snapshotter.engine import FileDiff
+
+
+def file_json(d: FileDiff) -> dict[str, object]:
+    """One file of ``diff --json``; line counts are null for a binary file (its sizes
+    say how it changed), sizes null where the file does not exist on that side."""
+    return {
+        "path": encode(d.path),
+        "status": d.status,
+        "binary": d.binary,
+        "added": None if d.binary else d.added,
+        "removed": None if d.binary else d.removed,
+        "old_size": d.old_size,
+        "new_size": d.new_size,
+    }
+
 
 # git's default colours (color.diff.*): meta bold, frag cyan, old red, new green.
 META, FRAG, OLD, NEW, RESET = b"\x1b[1m", b"\x1b[36m", b"\x1b[31m", b"\x1b[32m", b"\x1b[m"

@@ -166,7 +166,7 @@ def diff(
                 "from": cp.before,
                 "to": shown.to,
                 "to_now": shown.to_now,
-                "files": [d.as_json() for d in shown.files],
+                "files": [diff_render.file_json(d) for d in shown.files],
                 "skipped": [{"path": encode(p), "reason": r} for p, r in shown.skipped],
             }
         )

@@ -10,7 +10,6 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from snapshotter.config import Status
-from snapshotter.names import encode
 from snapshotter.store.shadow import Store
 
 TYPE_CHECKING = False
@@ -62,18 +61,6 @@ class FileDiff:
     old_size: int | None  # bytes; None where the path does not exist on that side
     new_size: int | None
     patches: list[bytes] = field(default_factory=list)
-
-    def as_json(self) -> dict[str, object]:
-        """Line counts are null for a binary file: its sizes say how it changed."""
-        return {
-            "path": encode(self.path),
-            "status": self.status,
-            "binary": self.binary,
-            "added": None if self.binary else self.added,
-            "removed": None if self.binary else self.removed,
-            "old_size": self.old_size,
-            "new_size": self.new_size,
-        }
 
 
 def file_diffs(
