@@ -46,6 +46,42 @@ def test_readme_python_example_end_to_end(repo: Path, data_dir: Path) -> None:
     assert (repo / "README.md").read_text() == "changed\n", "and leaves other files alone"
 
 
+def test_every_operation_is_a_method_of_the_engine(repo: Path, data_dir: Path) -> None:
+    """What the CLI does, through Engine alone (issue 23.3): record, look, diff, restore."""
+    engine = snapshotter.Engine.open(repo, data_dir_path=data_dir)
+    assert not engine.has_snapshot(), "a fresh store has no snapshot"
+    assert engine.checkpoint("baseline") is None, "the first capture is only the baseline"
+    assert engine.has_snapshot(), "the baseline is a snapshot"
+    write(repo, "src/app.py", "print('edited')\n")
+    cp = engine.checkpoint("edit the app")
+    assert cp is not None and [f.path for f in cp.files] == ["src/app.py"], cp
+    assert engine.resolve_session() == "cli", "checkpoint's default session is the newest"
+    assert [c.id for c in engine.checkpoints("cli")] == [cp.id] == [engine.show(None).id]
+    assert engine.show(cp.id).label == "edit the app"
+
+    write(repo, "README.md", "later\n")
+    own = engine.checkpoint_diff(cp)
+    assert own.to == cp.after and [d.path for d in own.files] == ["src/app.py"], own
+    now = engine.checkpoint_diff(cp, to_now=True)
+    assert sorted(d.path for d in now.files) == ["README.md", "src/app.py"], now
+    assert [d.path for d in engine.file_diffs(cp.before, cp.after)] == ["src/app.py"]
+
+    assert engine.undo("cli").restored == ["src/app.py"]
+    assert (repo / "src/app.py").read_text() == "print('hi')\n", "undo through the engine"
+    engine.redo("cli")
+    assert (repo / "src/app.py").read_text() == "print('edited')\n", "redo through the engine"
+    engine.reset("cli", None)
+    assert (repo / "src/app.py").read_text() == "print('hi')\n", "reset to the original"
+    engine.redo("cli")
+    report = engine.restore_files("cli", cp.id, ["src/app.py"])
+    assert report.restored == ["src/app.py"] and (repo / "src/app.py").read_text() == (
+        "print('hi')\n"
+    ), "one file back as before the checkpoint"
+    assert (repo / "README.md").read_text() == "later\n", "a file no operation named is kept"
+    gc = engine.gc(dry_run=True)
+    assert gc.reason.startswith("dry run"), gc
+
+
 def test_readme_python_example_passes_mypy_strict_in_a_users_project(tmp_path: Path) -> None:
     """A user's project type-checks the README example against the installed package."""
     import subprocess

@@ -16,8 +16,8 @@ from builders import event, fast_and_full, git, run_cli, run_hook, write
 
 from snapshotter.engine import Engine
 from snapshotter.errors import NotAProject, Refused
+from snapshotter.logfile import log_path
 from snapshotter.store import walk as scan
-from snapshotter.store.logfile import log_path
 
 
 def sn(*args: str | Path, home: Path) -> subprocess.CompletedProcess[str]:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pygit2
 from conftest import write
 
+from snapshotter.cli.diff_render import stat_text
 from snapshotter.engine import Engine
 from snapshotter.git.kinds import EMPTY_TREE
 
@@ -205,7 +206,7 @@ def test_diff_stat_counts_lines(repo: Path, data_dir: Path) -> None:
     write(repo, "src/app.py", "print('bye')\nprint('again')\n")
     after = engine.capture().tree
 
-    stat = engine.diff_stat(before, after)
+    stat = stat_text(engine.file_diffs(before, after)).decode()
 
     assert "src/app.py" in stat, f"the changed file should be listed; got:\n{stat}"
     summary = re.search(

@@ -18,7 +18,7 @@ import pytest
 from builders import fast_and_full, load_state, run_hook, write
 
 from snapshotter.engine import Engine
-from snapshotter.store.logfile import log_path
+from snapshotter.logfile import log_path
 
 # (processes at once, rounds); 8 x 3 with ``pytest -m slow``.
 SIZES = fast_and_full((4, 2), (8, 3))

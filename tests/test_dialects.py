@@ -14,7 +14,7 @@ from typing import Any
 
 from builders import claude_event, hook_ok, listed, make_repo, run_cli, write
 
-from snapshotter.store.logfile import log_path
+from snapshotter.logfile import log_path
 
 S = "sess-dialect"
 

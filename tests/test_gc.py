@@ -24,8 +24,8 @@ import pytest
 from conftest import git, make_repo, write
 from conftest import reachable as conftest_reachable
 
-from snapshotter import engine as engine_mod
 from snapshotter.engine import Engine
+from snapshotter.engine.maintenance import run_detached
 from snapshotter.errors import NothingToDo, StoreError
 from snapshotter.git import packs as packwriter
 from snapshotter.history import maintenance as gc_mod
@@ -33,11 +33,12 @@ from snapshotter.history import undo as history
 from snapshotter.history.recorder import Recorder
 from snapshotter.history.retention import Policy
 from snapshotter.history.state_file import load, save
+from snapshotter.hooks import detached_gc
 from snapshotter.hooks.builtin import SnapshotBuiltin
 from snapshotter.hooks.wire import HookInput
+from snapshotter.logfile import log_path
 from snapshotter.store import compaction
 from snapshotter.store import shadow as store_mod
-from snapshotter.store.logfile import log_path
 from snapshotter.store.shadow import Store
 
 KEEP_ALL = Policy(max_age_days=None, max_checkpoints=None, max_store_bytes=None)
@@ -851,12 +852,13 @@ def test_session_end_runs_a_bounded_gc(
     builtin = SnapshotBuiltin(data_dir_path=data_dir)
     calls: list[dict[str, object]] = []
 
-    def inline(store: Store, *, budget_s: float, policy: Policy) -> None:
+    def inline(data: Path, worktree: Path, *, budget_s: float, policy: Policy) -> None:
         """What the detached gc process runs, run here so its report can be read."""
         calls.append({"budget_s": budget_s})
-        calls[-1]["report"] = gc_mod.collect_store(store, budget_s=budget_s, policy=policy)
+        engine = open_engine(worktree, data)
+        calls[-1]["report"] = engine.gc(budget_s=budget_s, policy=policy)
 
-    monkeypatch.setattr(gc_mod, "start_detached", inline)
+    monkeypatch.setattr(detached_gc, "start", inline)
     monkeypatch.setattr(store_mod, "LOOSE_PACK_AT", 10**9)  # leave the packing to session_end
     builtin.handle(hook(root, "s", "session_start"), [])
     steps = []
@@ -933,10 +935,10 @@ def test_session_end_never_fails_when_gc_fails(
 
     monkeypatch.setattr(compaction, "remove_orphans", broken)  # gc's first step on disk
 
-    def inline(store: Store, *, budget_s: float, policy: Policy) -> None:
-        engine_mod.run_detached(data_dir, str(store.worktree.root), budget_s, policy)
+    def inline(data: Path, worktree: Path, *, budget_s: float, policy: Policy) -> None:
+        run_detached(data, str(worktree), budget_s, policy)
 
-    monkeypatch.setattr(gc_mod, "start_detached", inline)  # the detached process's body, here
+    monkeypatch.setattr(detached_gc, "start", inline)  # the detached process's body, here
     assert builtin(hook(root, "s", "session_end"), []) is None, "the event returns normally"
     engine = open_engine(root, data_dir)
     cps = load(engine.store).checkpoints

@@ -27,6 +27,7 @@ from snapshotter.history import undo as history
 from snapshotter.history.recorder import Recorder
 from snapshotter.history.retention import Policy
 from snapshotter.history.state_file import load, save
+from snapshotter.hooks import detached_gc
 from snapshotter.hooks.builtin import SnapshotBuiltin
 from snapshotter.hooks.wire import HookInput
 from snapshotter.store import compaction
@@ -97,7 +98,7 @@ def test_gc_detached_process_really_compacts(
     # What session_end starts, in a real process (waited for here, never in the hook).
     argv_seen: list[list[str]] = []
     monkeypatch.setattr(subprocess, "Popen", lambda argv, **_kw: argv_seen.append(argv))
-    gc_mod.start_detached(engine.store, budget_s=2.0, policy=Policy())
+    detached_gc.start(engine.data_dir, engine.root, budget_s=2.0, policy=Policy())
     monkeypatch.undo()
     done = subprocess.run(argv_seen[0], capture_output=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr

@@ -18,7 +18,7 @@ from builders import fast_and_full, hook_in_process, run_hook, write
 
 from snapshotter.hooks.builtin import SnapshotBuiltin
 from snapshotter.hooks.wire import HookInput
-from snapshotter.store.logfile import log_path
+from snapshotter.logfile import log_path
 
 BIG = 5 * 1024 * 1024
 

@@ -13,7 +13,6 @@ import pytest
 from conftest import make_repo, write
 
 from snapshotter.engine import Engine
-from snapshotter.history.undo import list_checkpoints
 from snapshotter.hooks import client
 
 
@@ -53,7 +52,7 @@ def test_first_hook_starts_a_server_that_later_hooks_use(
     assert hook(data_dir, {**base, "hook_event_name": "turn_end"}).returncode == 0
     engine = Engine.open(root, data_dir_path=data_dir, create=False)
     assert engine is not None
-    files = [[f.path for f in cp.files] for cp in list_checkpoints(engine.store, "s")]
+    files = [[f.path for f in cp.files] for cp in engine.checkpoints("s")]
     assert files == [["a.txt"], ["b.txt"]], f"both turns recorded once each: {files}"
     bad = client.send(server_on, data_dir, [], b"not json")
     assert bad is not None and "not JSON" in bad, "errors come back to the client to print"
@@ -71,7 +70,7 @@ def test_stale_socket_falls_back_to_in_process(
     done = hook(data_dir, {**base, "hook_event_name": "turn_end"})
     assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr
     engine = Engine.open(root, data_dir_path=data_dir, create=False)
-    assert engine is not None and len(list_checkpoints(engine.store, "s")) == 1, (
+    assert engine is not None and len(engine.checkpoints("s")) == 1, (
         "events were recorded even though no server answered"
     )
 
@@ -118,7 +117,7 @@ def test_relative_and_default_data_dirs_reach_the_same_store_through_the_server(
             assert path.exists(), "a server came up for this data dir"
             engine = Engine.open(root, data_dir_path=target, create=False)
             assert engine is not None, f"the store is in {target}"
-            assert len(list_checkpoints(engine.store, "s")) == 3
+            assert len(engine.checkpoints("s")) == 3
     finally:
         for path in sockets:
             with contextlib.suppress(OSError):

@@ -24,7 +24,7 @@ from builders import event, fast_and_full, run_hook, write
 
 from snapshotter.engine import Engine
 from snapshotter.hooks import client
-from snapshotter.store.logfile import log_path
+from snapshotter.logfile import log_path
 
 # (writer processes, hook workers, hooks per worker: hooks // 2 pre/post pairs)
 SIZES = fast_and_full((2, 3, 6), (16, 16, 50))

@@ -18,7 +18,7 @@ import pytest
 from builders import claude_event as claude
 from builders import fast_and_full, files_of, hook_ok, listed, load_state, run_cli, write
 
-from snapshotter.store.logfile import log_path
+from snapshotter.logfile import log_path
 
 
 def hook(

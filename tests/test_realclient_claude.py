@@ -28,7 +28,7 @@ import pytest
 from builders import files_of, listed, make_repo, run_cli
 from test_claude_code_recorded import FIXTURE, PLACEHOLDERS, REPO, cli_ok
 
-from snapshotter.store.logfile import log_path
+from snapshotter.logfile import log_path
 
 pytestmark = pytest.mark.realclient
 

@@ -52,7 +52,7 @@ from builders import (
 
 from snapshotter import fileio
 from snapshotter.engine import Engine
-from snapshotter.store.logfile import log_path
+from snapshotter.logfile import log_path
 
 HOOK_TIMEOUT_S = 20.0  # generous: a hook that waits on a stale lock would blow through it
 SESSION = "sess-1"

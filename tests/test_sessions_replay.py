@@ -21,8 +21,8 @@ from snapshotter.hooks.builtin import register_snapshot
 from snapshotter.hooks.events import SNAPSHOT_EVENTS, TOOL_EVENTS
 from snapshotter.hooks.registry import Executor, HooksConfig, Registry
 from snapshotter.hooks.wire import HookInput
+from snapshotter.logfile import log_path
 from snapshotter.models import Checkpoint
-from snapshotter.store.logfile import log_path
 
 SESSIONS = replay.session_names()
 

@@ -17,7 +17,7 @@ import pygit2
 from conftest import git, write
 
 from snapshotter.git import index as gitindex
-from snapshotter.store.logfile import log_path
+from snapshotter.logfile import log_path
 
 # Enough files that a first capture takes the bulk path, which seeds from the source index.
 MANY = 80

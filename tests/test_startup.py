@@ -23,7 +23,6 @@ import pytest
 from conftest import make_repo, write
 
 from snapshotter.engine import Engine
-from snapshotter.history.undo import list_checkpoints
 from snapshotter.hooks import client
 
 # Libraries a served hook never needs: the server has them loaded already.
@@ -77,7 +76,7 @@ def loaded(modules: object, names: tuple[str, ...]) -> list[str]:
 def checkpoint_files(root: Path, data_dir: Path, session: str) -> list[list[str]]:
     engine = Engine.open(root, data_dir_path=data_dir, create=False)
     assert engine is not None, "the store exists"
-    return [[f.path for f in cp.files] for cp in list_checkpoints(engine.store, session)]
+    return [[f.path for f in cp.files] for cp in engine.checkpoints(session)]
 
 
 def test_a_hook_handled_in_process_loads_only_what_capturing_needs(

@@ -23,7 +23,7 @@ from snapshotter.git import trees as treebuild
 from snapshotter.git.kinds import BLOB, EMPTY_TREE
 from snapshotter.history.undo import undo_last
 from snapshotter.hooks.command import run as run_hook
-from snapshotter.store.logfile import log_path
+from snapshotter.logfile import log_path
 
 
 def test_written_pack_is_valid_for_git_and_libgit2(tmp_path: Path) -> None:

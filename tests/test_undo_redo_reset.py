@@ -20,8 +20,8 @@ from snapshotter.hooks import events as ev
 from snapshotter.hooks.builtin import SnapshotController, register_snapshot
 from snapshotter.hooks.registry import Executor, HooksConfig, Registry
 from snapshotter.hooks.wire import HookInput
+from snapshotter.logfile import log_path
 from snapshotter.models import Checkpoint
-from snapshotter.store.logfile import log_path
 
 BUILTIN = [{"type": "builtin", "command": "snapshot"}]
 CONFIG: dict[str, Any] = {

@@ -13,7 +13,7 @@ from typing import Any
 
 from builders import claude_event, hook_ok, listed, run_cli, snapshot_dir_bytes, write
 
-from snapshotter.store.logfile import log_path
+from snapshotter.logfile import log_path
 
 SESSION = "sess-gone"
 

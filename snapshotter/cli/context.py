@@ -51,35 +51,16 @@ class Ctx:
         return engine
 
     def _existing(self, directory: str, limit: int) -> Engine:
-        """``open_existing``; where it finds nothing, the history of this directory
-        that is still on disk, and the command that gets it back (issue 21.5)."""
-        from snapshotter.engine import open_existing
-        from snapshotter.errors import NotAWorktree, NothingToDo, WorktreeGone, WorktreeMoved
-        from snapshotter.git.worktree import find_worktree
-        from snapshotter.history import moved
+        """The engine of a worktree with snapshots; where there is none, the history of
+        this directory still on disk and the command that gets it back (issue 21.5)."""
+        from snapshotter.engine.moved import open_or_locate
 
-        try:
-            return open_existing(directory, data_dir_path=self.data_dir, max_new_file_size=limit)
-        except NotAWorktree:
-            found = moved.store_of_path(self.data_dir, directory)
-            if found is None:
-                raise
-            raise WorktreeGone(str(found.worktree), found.checkpoints) from None
-        except NothingToDo:
-            here = find_worktree(directory).root
-            gone = moved.stores_of_missing_worktrees(self.data_dir, here)
-            if not gone:
-                raise
-            old = [(str(f.worktree), f.checkpoints) for f in gone]
-            raise WorktreeMoved(str(here), old) from None
+        return open_or_locate(directory, data_dir=self.data_dir, max_new_file_size=limit)
 
     def session(self, engine: Engine, explicit: str | None) -> str:
         """The session a command acts on; a turn it left open (Esc) is closed first."""
-        from snapshotter.history.lookup import close_interrupted
-        from snapshotter.history.undo import resolve_session
-
-        found = resolve_session(engine.store, explicit)
-        close_interrupted(engine, self.data_dir, found)
+        found = engine.resolve_session(explicit)
+        engine.close_interrupted(found)
         return found
 
 

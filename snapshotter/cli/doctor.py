@@ -48,7 +48,7 @@ def doctor(c: Ctx, directory: str, as_json: bool) -> None:
 
     project = project_dir(directory)
     try:
-        store_root: Path | None = c.engine(directory, create=False).store.root
+        store_root: Path | None = c.engine(directory, create=False).store_dir
     except NothingToDo:
         store_root = None
     now = time.time()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
 import click
 
@@ -19,9 +18,6 @@ from snapshotter.config import (
     DEFAULT_MAX_STORE_BYTES,
     format_size,
 )
-
-if TYPE_CHECKING:
-    pass
 
 
 @click.command()
@@ -79,9 +75,7 @@ def gc(
     """
     from snapshotter.cli import output
     from snapshotter.config import parse_size
-    from snapshotter.engine import open_stores, run_detached
-    from snapshotter.history.maintenance import collect_store, drop_orphans
-    from snapshotter.history.retention import Policy
+    from snapshotter.engine.maintenance import Policy, all_engines, drop_orphans, run_detached
 
     policy = Policy(max_age_days, max_checkpoints, parse_size(max_size))
     if detached:
@@ -91,8 +85,8 @@ def gc(
     if all_stores:
         for root in drop_orphans(c.data_dir, max_age_days, dry_run=dry_run):
             click.echo(f"{'would drop' if dry_run else 'dropped'} store {root}: worktree is gone")
-    stores = open_stores(c.data_dir) if all_stores else [c.engine(directory, create=False).store]
-    for store in stores:
-        output.progress(f"gc {store.root}{output.ELLIPSIS}")
-        report = collect_store(store, dry_run=dry_run, policy=policy, budget_s=budget_s)
-        output.gc_report(store.worktree.root, report)
+    engines = all_engines(c.data_dir) if all_stores else [c.engine(directory, create=False)]
+    for engine in engines:
+        output.progress(f"gc {engine.store_dir}{output.ELLIPSIS}")
+        report = engine.gc(dry_run=dry_run, policy=policy, budget_s=budget_s)
+        output.gc_report(engine.root, report)

@@ -21,11 +21,9 @@ def adopt(c: Ctx, old_path: str | None, directory: str) -> None:
     and reset here see the whole history. Refused (exit 1) when this worktree
     already has checkpoints of its own; a store here without any is replaced.
     """
-    from snapshotter.git.worktree import find_worktree
-    from snapshotter.history import moved
+    from snapshotter.engine.moved import adopt as adopt_history
 
-    worktree = find_worktree(directory)
-    old, found = moved.adopt(c.data_dir, worktree, old_path)
+    old, found = adopt_history(c.data_dir, directory, old_path)
     click.echo(
         f"adopted the history of {old}: {found.checkpoints} checkpoint(s) "
         f"now belong to {found.worktree}"
@@ -54,10 +52,10 @@ def recover(
     to record and undo again.
     """
     from snapshotter.cli import output
-    from snapshotter.history import moved
+    from snapshotter.engine.moved import recover as recover_files
     from snapshotter.names import display, encode
 
-    done = moved.recover(c.data_dir, directory, checkpoint_id, before=before, dry_run=dry_run)
+    done = recover_files(c.data_dir, directory, checkpoint_id, before=before, dry_run=dry_run)
     if as_json:
         output.emit_json(
             {

@@ -14,7 +14,7 @@ from snapshotter.models import Checkpoint, RestoreReport
 from snapshotter.names import display
 
 if TYPE_CHECKING:
-    from snapshotter.history.maintenance import GcReport
+    from snapshotter.engine.maintenance import GcReport
 
 # Where stdout cannot encode them (PYTHONIOENCODING=latin-1), use_ascii() swaps these.
 NESTED = "└ "

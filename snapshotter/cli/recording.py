@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
 
 import click
 
@@ -15,9 +14,6 @@ from snapshotter.cli.context import (
     pass_ctx,
     size_option,
 )
-
-if TYPE_CHECKING:
-    pass
 
 
 @click.command()
@@ -76,11 +72,10 @@ def checkpoint_cmd(c: Ctx, directory: str, message: str, session_id: str, as_jso
     """
     from snapshotter.cli import output
     from snapshotter.errors import NothingToDo
-    from snapshotter.history.recorder import Recorder
 
     engine = c.engine(directory)
-    baseline = engine.store.last_tree() is None
-    cp = Recorder(engine, session_id).checkpoint(message)
+    baseline = not engine.has_snapshot()
+    cp = engine.checkpoint(message, session_id)
     if cp is None and baseline:
         click.echo(
             "no earlier snapshot here: this one is the baseline; run "
@@ -91,6 +86,6 @@ def checkpoint_cmd(c: Ctx, directory: str, message: str, session_id: str, as_jso
     if cp is None:
         raise NothingToDo("nothing changed since the last snapshot")
     if as_json:
-        output.emit_json(cp.to_model().model_dump(mode="json"))
+        output.emit_json(cp.model_dump(mode="json"))
     else:
-        click.echo(f"checkpoint {cp.id}: {output.counts(cp.to_model())}  {cp.label}")
+        click.echo(f"checkpoint {cp.id}: {output.counts(cp)}  {cp.label}")

@@ -34,7 +34,7 @@ def load_recipe(name: str) -> dict[str, Any]:
 
 def build_repo(root: Path, recipe: dict[str, Any]) -> Path:
     """A git repository with the recipe's files committed, made with pygit2 alone."""
-    from snapshotter.git.commit import commit_all
+    from snapshotter.engine import commit_all
 
     root.mkdir(parents=True, exist_ok=True)
     for rel, content in recipe.get("files", {}).items():

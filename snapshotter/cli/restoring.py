@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
@@ -12,9 +11,6 @@ from snapshotter.cli.context import (
     Ctx,
     restore_options,
 )
-
-if TYPE_CHECKING:
-    pass
 
 
 @click.command()
@@ -24,10 +20,9 @@ def undo(
 ) -> None:
     """Revert the newest checkpoint (a turn with its tools). Undoable with redo."""
     from snapshotter.cli import output
-    from snapshotter.history import undo as history
 
     engine = c.engine(directory, create=False)
-    rep = history.undo_last(engine, c.session(engine, session_id), force=force, dry_run=dry_run)
+    rep = engine.undo(c.session(engine, session_id), force=force, dry_run=dry_run)
     output.report("undid", rep, as_json)
 
 
@@ -38,10 +33,9 @@ def redo(
 ) -> None:
     """Re-apply what the last undo or reset reverted, exactly."""
     from snapshotter.cli import output
-    from snapshotter.history import undo as history
 
     engine = c.engine(directory, create=False)
-    rep = history.redo(engine, c.session(engine, session_id), force=force, dry_run=dry_run)
+    rep = engine.redo(c.session(engine, session_id), force=force, dry_run=dry_run)
     output.report("redid", rep, as_json)
 
 
@@ -61,14 +55,11 @@ def reset(
 ) -> None:
     """Revert every checkpoint after ID, or all of them with --original."""
     from snapshotter.cli import output
-    from snapshotter.history import undo as history
 
     if (checkpoint_id is None) == (not original):
         raise click.UsageError("give a checkpoint ID or --original (not both)")
     engine = c.engine(directory, create=False)
-    rep = history.reset(
-        engine, c.session(engine, session_id), checkpoint_id, force=force, dry_run=dry_run
-    )
+    rep = engine.reset(c.session(engine, session_id), checkpoint_id, force=force, dry_run=dry_run)
     output.report("reset", rep, as_json)
 
 
@@ -95,13 +86,11 @@ def restore_cmd(
     (exit 4, --force overrides), and `snapshotter redo` puts them back.
     """
     from snapshotter.cli import output
-    from snapshotter.history import undo as history
 
     engine = c.engine(directory, create=False)
     base = os.path.abspath(directory)
     rels = [_worktree_path(engine.root, os.path.join(base, p)) for p in paths]
-    rep = history.restore_files(
-        engine,
+    rep = engine.restore_files(
         c.session(engine, session_id),
         checkpoint_id,
         rels,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import click
 
@@ -15,7 +15,8 @@ from snapshotter.cli.context import (
 )
 
 if TYPE_CHECKING:
-    from snapshotter.store.workspace import Workspace
+    from snapshotter.engine import Engine
+    from snapshotter.models import Checkpoint
 
 
 @click.command("list")
@@ -30,14 +31,13 @@ def list_(
     """List checkpoints, newest session by default; tools indented under turns."""
     from snapshotter.cli import output
     from snapshotter.errors import NothingToDo, WorktreeMoved
-    from snapshotter.history.undo import list_checkpoints
 
     if all_sessions and session_id:
         raise click.UsageError("give --session ID or --all, not both")
     try:
         engine = c.engine(directory, create=False)
         session = None if all_sessions else c.session(engine, session_id)
-        everyone = list_checkpoints(engine.store, None)
+        everyone = engine.checkpoints()
     except NothingToDo as exc:
         everyone, session = [], None
         if isinstance(exc, WorktreeMoved):
@@ -56,10 +56,9 @@ def list_(
     output.checkpoints(cps, show_session=all_sessions, session=session, others=others)
 
 
-def _checkpoint(c: Ctx, directory: str, checkpoint_id: int | None) -> tuple[Workspace, Any]:
+def _checkpoint(c: Ctx, directory: str, checkpoint_id: int | None) -> tuple[Engine, Checkpoint]:
     """The worktree's engine and the checkpoint named (default: the session's newest)."""
     from snapshotter.errors import NotFound, NothingToDo
-    from snapshotter.history.lookup import find_checkpoint
 
     try:
         engine = c.engine(directory, create=False)
@@ -70,7 +69,7 @@ def _checkpoint(c: Ctx, directory: str, checkpoint_id: int | None) -> tuple[Work
         raise NotFound(
             f"no checkpoint {checkpoint_id} in this worktree (no snapshots recorded here yet)"
         ) from None
-    return engine, find_checkpoint(engine, checkpoint_id)
+    return engine, engine.show(checkpoint_id)
 
 
 @click.command()
@@ -154,33 +153,30 @@ def diff(
     set when LESS is unset); "" or "cat" means none. Not on a terminal:
     no colour (unless --color=always) and no pager.
     """
-    from snapshotter.cli import output, terminal
-    from snapshotter.history.lookup import diff_end
+    from snapshotter.cli import diff_render, output, terminal
     from snapshotter.names import display, encode
-    from snapshotter.store import changes
 
     checkpoint_id, dots = target if target is not None else (None, False)
     engine, cp = _checkpoint(c, directory, checkpoint_id)
-    to, keep, skipped = diff_end(engine, c.data_dir, cp, to_now or dots)
-    diffs = changes.file_diffs(engine.store, cp.before, to, keep)
+    shown = engine.checkpoint_diff(cp, to_now=to_now or dots)
     if as_json:
         output.emit_json(
             {
                 "checkpoint": cp.id,
                 "from": cp.before,
-                "to": to,
-                "to_now": to_now or dots,
-                "files": [d.as_json() for d in diffs],
-                "skipped": [{"path": encode(p), "reason": r} for p, r in skipped],
+                "to": shown.to,
+                "to_now": shown.to_now,
+                "files": [diff_render.file_json(d) for d in shown.files],
+                "skipped": [{"path": encode(p), "reason": r} for p, r in shown.skipped],
             }
         )
         return
-    for path, reason in skipped:
+    for path, reason in shown.skipped:
         output.error(f"not in this diff: {display(path)} (skipped: {reason})")
     hue = terminal.use_color(color)
     data = (
-        changes.stat_text(diffs, terminal.columns(), hue)
+        diff_render.stat_text(shown.files, terminal.columns(), hue)
         if stat
-        else changes.patch_text(diffs, hue)
+        else diff_render.patch_text(shown.files, hue)
     )
     terminal.emit(data, page=not no_pager)

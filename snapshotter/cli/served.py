@@ -245,14 +245,14 @@ def serve(path: str) -> None:
 
 def _warm_up() -> None:
     """What the served commands import, loaded once here instead of in every child."""
+    import snapshotter.cli.diff_render
     import snapshotter.cli.main
     import snapshotter.cli.output
     import snapshotter.cli.terminal
-    import snapshotter.history.lookup
-    import snapshotter.history.undo
-    import snapshotter.hooks.remote_capture
-    import snapshotter.store.changes
-    import snapshotter.store.restore  # noqa: F401
+    import snapshotter.hooks.remote_capture  # noqa: F401
+    from snapshotter.engine import load_commands
+
+    load_commands()
 
 
 if __name__ == "__main__":

@@ -3,17 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
-from snapshotter.cli.context import (
-    dir_option,
-)
-
-if TYPE_CHECKING:
-    pass
-
+from snapshotter.cli.context import dir_option
 
 AGENTS = ("claude-code", "docker-agent", "codex", "gemini", "copilot", "cursor", "qwen")
 
@@ -105,11 +98,11 @@ def init(
 
 def project_dir(directory: str) -> Path:
     """The git worktree's top containing ``directory``, else ``directory`` itself."""
+    from snapshotter.engine import worktree_root
     from snapshotter.errors import NotAWorktree
-    from snapshotter.git.worktree import find_worktree
 
     try:
-        return find_worktree(directory).root
+        return worktree_root(directory)
     except NotAWorktree:
         return Path(directory).resolve()
 

@@ -2,13 +2,12 @@
 
 Retention (retention.py) decides which checkpoints and sessions go; the
 records are saved before the objects they named are compacted away
-(store/compaction.py). session_end starts a bounded gc as a detached
-process (``start_detached``) and never waits for it.
+(store/compaction.py). session_end starts a bounded gc as a process of its
+own (hooks/detached_gc.py) and never waits for it.
 """
 
 from __future__ import annotations
 
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +37,7 @@ class GcReport(Compaction):
 
 
 def collect(
-    engine: Workspace,
+    workspace: Workspace,
     *,
     budget_s: float | None = None,
     dry_run: bool = False,
@@ -50,7 +49,7 @@ def collect(
     ``compact``: rewrite every pack holding an unreachable object, however few.
     """
     return collect_store(
-        engine.store, budget_s=budget_s, dry_run=dry_run, policy=policy, compact=compact
+        workspace.store, budget_s=budget_s, dry_run=dry_run, policy=policy, compact=compact
     )
 
 
@@ -134,53 +133,6 @@ def _live_trees(store: Store, state: State) -> set[str]:
     if cached:
         trees.add(cached)  # the stat cache reuses its blobs without re-reading files
     return trees
-
-
-def start_detached(store: Store, *, budget_s: float, policy: Policy) -> None:
-    """Run a bounded gc of ``store`` in a new process that outlives the caller.
-
-    session_end must return within the runtime's budget (Claude Code kills a
-    SessionEnd hook after 1.5 s; issue 11.4): it never waits for gc. The
-    child has no stdio and its own session; its failures go to the log.
-    """
-    import subprocess
-
-    data_dir = store.root.parent.parent
-    argv = [
-        sys.executable,
-        "-m",
-        "snapshotter",
-        "--data-dir",
-        str(data_dir),
-        "gc",
-        "-C",
-        str(store.worktree.root),
-        "--detached",
-        "--budget-s",
-        repr(budget_s),
-        *_policy_args(policy),
-    ]
-    subprocess.Popen(
-        argv,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-        close_fds=True,
-        cwd="/",
-    )
-
-
-def _policy_args(policy: Policy) -> list[str]:
-    """The policy as ``snapshotter gc`` options (retention args always set all three)."""
-    args = []
-    if policy.max_age_days is not None:
-        args += ["--max-age-days", repr(policy.max_age_days)]
-    if policy.max_checkpoints is not None:
-        args += ["--max-checkpoints", str(policy.max_checkpoints)]
-    if policy.max_store_bytes is not None:
-        args += ["--max-size", str(policy.max_store_bytes)]
-    return args
 
 
 def drop_orphans(data_dir: Path, max_age_days: float, *, dry_run: bool = False) -> list[Path]:

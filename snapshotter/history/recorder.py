@@ -9,30 +9,27 @@ state keeps them (``Record``; ``to_model()`` gives the API's ``Checkpoint``).
 
 from __future__ import annotations
 
-import os
-import stat
 from collections.abc import Collection, Sequence
 from dataclasses import replace
-from pathlib import Path
 
 from snapshotter.config import Kind, now_iso
 from snapshotter.errors import StoreError, UnsafePath
 from snapshotter.history import labels
+from snapshotter.history.ownership import owned
 from snapshotter.history.records import MAX_PENDING_TOOLS, Change, Mark, Record, State
+from snapshotter.history.settle import settle
 from snapshotter.history.state_file import editing, load
 from snapshotter.store.changes import statuses
 from snapshotter.store.restore import check_path
 from snapshotter.store.shadow import Capture, Store
-from snapshotter.store.tree_rules import TreeRules
-from snapshotter.store.walk import Skip
 from snapshotter.store.workspace import Workspace
 
 
 class Recorder:
     """The checkpointing side of one session on one worktree."""
 
-    def __init__(self, engine: Workspace, session_id: str) -> None:
-        self.engine = engine
+    def __init__(self, workspace: Workspace, session_id: str) -> None:
+        self.workspace = workspace
         self.session_id = session_id
 
     def session_start(self) -> Record | None:
@@ -42,7 +39,7 @@ class Recorder:
         instead: some runtimes (Copilot CLI) start a prompt's hooks without
         waiting for ``sessionStart``'s, so it may arrive after the prompt.
         """
-        with editing(self.engine.store) as state:
+        with editing(self.workspace.store) as state:
             sess = state.session(self.session_id)
             captured = self._capture_pair(state)
             turn = sess.turn
@@ -57,7 +54,7 @@ class Recorder:
 
     def turn_start(self, prompt: str = "") -> Record | None:
         """Open a turn; one still open was interrupted (no ``Stop``) and is closed first."""
-        with editing(self.engine.store) as state:
+        with editing(self.workspace.store) as state:
             closed = self._close_interrupted(state)
             sess = state.session(self.session_id)
             if prompt:
@@ -67,7 +64,7 @@ class Recorder:
             return closed
 
     def turn_end(self, reason: str) -> Record | None:
-        with editing(self.engine.store) as state:
+        with editing(self.workspace.store) as state:
             return self._end_turn(state, reason or "turn_end")
 
     def checkpoint(self, label: str) -> Record | None:
@@ -79,9 +76,9 @@ class Recorder:
         was no snapshot before (this capture is then the baseline the next
         checkpoint starts from).
         """
-        with editing(self.engine.store) as state:
+        with editing(self.workspace.store) as state:
             sess = state.session(self.session_id)
-            start = _newest_mark(state, self.engine.store)
+            start = _newest_mark(state, self.workspace.store)
             capture, mark = self._capture_pair(state)
             cp = None
             if start is not None:
@@ -100,7 +97,7 @@ class Recorder:
     def remember_prompt(self, prompt: str) -> None:
         """What the user asked (docker-agent's user_prompt_submit): the next turn's label."""
         if prompt:
-            with editing(self.engine.store) as state:
+            with editing(self.workspace.store) as state:
                 state.session(self.session_id).prompt = labels.bounded(prompt)
 
     def tool_start(
@@ -111,7 +108,7 @@ class Recorder:
         command: str | None = None,
     ) -> None:
         """``named``: worktree paths the tool's input says it writes."""
-        with editing(self.engine.store) as state:
+        with editing(self.workspace.store) as state:
             sess = state.session(self.session_id)
             mark = self._capture(state)
             mark = replace(
@@ -131,7 +128,7 @@ class Recorder:
         named: Sequence[str] = (),
         command: str | None = None,
     ) -> Record | None:
-        with editing(self.engine.store) as state:
+        with editing(self.workspace.store) as state:
             sess = state.session(self.session_id)
             start = _pop_tool(sess.tools, tool_use_id, tool_name) or sess.last
             capture, mark = self._capture_pair(state)
@@ -168,7 +165,7 @@ class Recorder:
         It was interrupted (Claude Code sends ``SessionEnd`` and no ``Stop`` when
         Ctrl-C ends a turn), and is labelled so, as the next prompt would.
         """
-        with editing(self.engine.store) as state:
+        with editing(self.workspace.store) as state:
             sess = state.session(self.session_id)
             cp = self._end_turn(state, "interrupted") if sess.turn is not None else None
             sess.tools = []
@@ -182,9 +179,9 @@ class Recorder:
         ``interrupted`` (or, with no turn, the oldest open tool), so ``undo``
         reverts the damage in flight and ``list`` shows it.
         """
-        if not _open(load(self.engine.store), self.session_id):
+        if not _open(load(self.workspace.store), self.session_id):
             return None  # (read only: a command on a full disk still reads)
-        with editing(self.engine.store) as state:
+        with editing(self.workspace.store) as state:
             sess = state.sessions.get(self.session_id)
             if sess is None or not _open(state, self.session_id):
                 return None
@@ -258,10 +255,10 @@ class Recorder:
         captured), but a file a tool names is that tool's wherever it lies in
         the worktree (#21.6).
         """
-        outside = [p for p in named if not self.engine.in_scope(p) and _plain(p)]
+        outside = [p for p in named if not self.workspace.in_scope(p) and _plain(p)]
         if not outside:
             return tree
-        store = self.engine.store
+        store = self.workspace.store
         try:
             return store.hold(store.edit_tree(tree, dict.fromkeys(outside)), outside)
         except StoreError:  # unreadable: the span keeps what the capture had
@@ -272,11 +269,11 @@ class Recorder:
     ) -> tuple[Mark, Capture]:
         """The turn's span with the files its tools named outside its directory:
         each as the first tool to touch it found it, and as it is now."""
-        store = self.engine.store
+        store = self.workspace.store
         first: dict[str, tuple[int, bytes] | None] = {}
         for tool in sorted(tools, key=lambda c: c.id):
             for f in tool.files:
-                if f.path in tool.named_paths and not self.engine.in_scope(f.path):
+                if f.path in tool.named_paths and not self.workspace.in_scope(f.path):
                     first.setdefault(f.path, store.entry(tool.before, f.path))
         if not first:
             return start, capture
@@ -290,7 +287,7 @@ class Recorder:
         return mark
 
     def _capture_pair(self, state: State) -> tuple[Capture, Mark]:
-        capture = self.engine.capture()
+        capture = self.workspace.capture()
         state.session(self.session_id).touched = now_iso()
         return capture, Mark.of(capture, state.next_id)
 
@@ -314,17 +311,16 @@ class Recorder:
         ``keep_empty``: record it even when nothing changed. ``outside``: paths
         outside the session's directory that a tool named, and so are in scope.
         """
-        in_scope = self.engine.in_scope
+        in_scope = self.workspace.in_scope
         found = statuses(
-            self.engine.store, start.tree, capture.tree, lambda p: in_scope(p) or p in outside
+            self.workspace.store, start.tree, capture.tree, lambda p: in_scope(p) or p in outside
         )
         files = [Change(path, status) for path, status in found]
         files, start, capture = settle(
-            self.engine.store, start, capture, files, self.engine.max_new_file_size
+            self.workspace.store, start, capture, files, self.workspace.max_new_file_size
         )  # #12.1, #13.6, #21.2
-        owners = _named_owners(state, start)
-        files = [f for f in files if self._ours(state, kind, start, capture, owners, f.path)]
-        skipped = [s for s in start.new_skips(capture) if self.engine.in_scope(s.path)]
+        files = owned(self.workspace, state, self.session_id, kind, start, capture, files)
+        skipped = [s for s in start.new_skips(capture) if self.workspace.in_scope(s.path)]
         if not files and not skipped and not keep_empty:
             return None
         return state.add(
@@ -344,53 +340,6 @@ class Recorder:
                 command=command,
             )
         )
-
-    def _ours(
-        self,
-        state: State,
-        kind: Kind,
-        start: Mark,
-        capture: Capture,
-        owners: dict[str, set[str]],
-        path: str,
-    ) -> bool:
-        """Does a change to ``path`` during this span belong to this span?
-
-        A file some tool's input named belongs to that tool, and so to its
-        session's turn, whoever else ran meanwhile. A file no tool named falls
-        back to the first span that recorded it: another session's record, or
-        (for parallel tools of this session) a sibling's, claims it first.
-        """
-        if kind == "tool" and path in start.named:
-            # Unless a sibling that ran meanwhile already recorded it so: the same
-            # tool call seen twice (Copilot runs both its own hooks and Claude
-            # Code's when both are wired, #22.5) is one checkpoint.
-            return not self._claimed(state, start, capture, path)
-        named_by = owners.get(path)
-        if named_by:
-            return kind == "turn" and self.session_id in named_by
-        theirs = any(
-            cp.session_id != self.session_id and any(f.path == path for f in cp.files)
-            for cp in state.checkpoints[_first_since(state, start) :]
-        )
-        if theirs:
-            return False
-        # Parallel tool calls of one session (pre A, pre B, post A, post B):
-        # what A already recorded is A's, unless it changed again since.
-        return kind != "tool" or not self._claimed(state, start, capture, path)
-
-    def _claimed(self, state: State, start: Mark, capture: Capture, path: str) -> bool:
-        """Did a sibling tool of this session, recorded during the span, leave ``path`` so?"""
-        for cp in reversed(state.checkpoints):
-            if cp.id < start.next_id:
-                break
-            if (
-                cp.session_id == self.session_id
-                and cp.kind == "tool"
-                and any(f.path == path for f in cp.files)
-            ):
-                return self.engine.entry(cp.after, path) == self.engine.entry(capture.tree, path)
-        return False
 
 
 def _open(state: State, session_id: str) -> bool:
@@ -419,28 +368,6 @@ def _plain(rel: str) -> bool:
     return True
 
 
-def _first_since(state: State, start: Mark) -> int:
-    """Index of the first checkpoint recorded during the span that began at ``start``."""
-    for i in range(len(state.checkpoints) - 1, -1, -1):
-        if state.checkpoints[i].id < start.next_id:
-            return i + 1
-    return 0
-
-
-def _named_owners(state: State, start: Mark) -> dict[str, set[str]]:
-    """path → sessions of the tools that named it: open now, or recorded during the span."""
-    owners: dict[str, set[str]] = {}
-    for session_id, sess in state.sessions.items():
-        for mark in sess.tools:
-            if mark is not start:
-                for path in mark.named:
-                    owners.setdefault(path, set()).add(session_id)
-    for cp in state.checkpoints[_first_since(state, start) :]:
-        for path in cp.named_paths:
-            owners.setdefault(path, set()).add(cp.session_id)
-    return owners
-
-
 def _pop_tool(tools: list[Mark], tool_use_id: str | None, tool_name: str) -> Mark | None:
     """The pre_tool_use mark this post pairs with: same id, else oldest same name."""
     for i, mark in enumerate(tools):
@@ -450,82 +377,3 @@ def _pop_tool(tools: list[Mark], tool_use_id: str | None, tool_name: str) -> Mar
         if mark.tool_name == tool_name and (not tool_use_id or not mark.tool_use_id):
             return tools.pop(i)
     return None
-
-
-LEFT_CAPTURE = "no longer captured: an ignore rule or the size limit leaves it out now"
-
-
-def settle(
-    store: Store, start: Mark, capture: Capture, files: list[Change], limit: int
-) -> tuple[list[Change], Mark, Capture]:
-    """The span's real changes: a file that was only re-classified is no change.
-
-    - ``deleted`` but still on disk: it left the capture because a rule changed
-      (#12.1). Reported as a skip, and the span's start is taken without it, so
-      undo never removes it.
-    - ``added`` where the rules in force when the span began would not have
-      captured it (``made_visible``): it may have been there all along, until
-      an ignore rule or ``git add`` made it visible (#13.6). The start gets it
-      too, so undo never deletes it. Any other added file was not there: the
-      span added it, even with older times (#21.2: a renamed directory keeps
-      its files' times).
-    Returns the files left, the start (its tree edited) and the capture (its
-    skips extended).
-    """
-    root = store.worktree.root
-    edits: dict[str, tuple[int, bytes] | None] = {}
-    skipped = dict(capture.skipped)
-    rules = TreeRules(store, start.tree)
-    for f in files:
-        if f.status == "added":
-            if made_visible(rules, start, f.path, limit):
-                edits[f.path] = store.entry(capture.tree, f.path)
-        elif f.status == "deleted":
-            st = _lstat_within(root, f.path)
-            if st is not None and not stat.S_ISDIR(st.st_mode):
-                edits[f.path] = None
-                skipped.setdefault(f.path, Skip(f.path, LEFT_CAPTURE, st.st_size, st.st_mtime_ns))
-    if not edits:
-        return files, start, capture
-    tree = store.edit_tree(start.tree, edits)
-    return (
-        [f for f in files if f.path not in edits],
-        replace(start, tree=tree),
-        Capture(capture.tree, skipped, capture.started),
-    )
-
-
-def made_visible(rules: TreeRules, start: Mark, rel: str, limit: int) -> bool:
-    """Would the capture that began the span have left ``rel`` out, were it there?
-
-    ``rel`` is not in the start tree. Left out: ignored by the start tree's
-    ``.gitignore`` files and the excludes, or skipped then (too large,
-    unreadable; itself or a directory above it), or over the size limit when
-    the start's skips are unknown (a start that was no capture: ``at`` 0).
-    """
-    if any(p in start.skips for p in _self_and_parents(rel)):
-        return True
-    if rules.ignores(rel):
-        return True
-    if start.at:
-        return False  # not ignored, not skipped: the start capture would hold it
-    st = _lstat_within(rules.store.worktree.root, rel)
-    return st is not None and stat.S_ISREG(st.st_mode) and st.st_size > limit
-
-
-def _self_and_parents(rel: str) -> list[str]:
-    parts = rel.split("/")
-    return ["/".join(parts[:n]) for n in range(len(parts), 0, -1)]
-
-
-def _lstat_within(root: Path, rel: str) -> os.stat_result | None:
-    """``lstat`` of ``rel`` reached through real directories only; None if not there."""
-    current = root
-    try:
-        for part in rel.split("/")[:-1]:
-            current = current / part
-            if not stat.S_ISDIR(os.lstat(current).st_mode):
-                return None
-        return os.lstat(root / rel)
-    except OSError:
-        return None

@@ -1,8 +1,9 @@
-"""Undo, redo and reset (SPEC §5): restores that are themselves undoable.
+"""Undo, redo, reset and restore (SPEC §5): restores that are themselves undoable.
 
 Every operation first captures the worktree (the safety capture), holding
 the current bytes of every path it will touch whatever ignore rules say. Undo
-and reset refuse when a file they would touch changed after its checkpoint,
+and reset refuse when a file they would touch changed after its checkpoint
+(conflicts.py),
 and push the safety capture on the session's redo stack, so redo puts back
 the exact state before the undo, later user edits included. The outcome is
 saved with a journal before the first file is written (journal.py); a
@@ -16,51 +17,30 @@ import time
 from collections import defaultdict
 from dataclasses import replace
 
-from snapshotter.errors import Conflict, NotFound, NothingToDo, StoreError
+from snapshotter.errors import NotFound, NothingToDo, StoreError
 from snapshotter.history import journal
+from snapshotter.history.conflicts import refuse_changed
 from snapshotter.history.records import Mark, Record, RedoEntry, State
-from snapshotter.history.state_file import editing, load
-from snapshotter.models import Checkpoint, RestoreReport
+from snapshotter.history.state_file import editing
+from snapshotter.models import RestoreReport
 from snapshotter.store.restore import RestoreResult, check_path
-from snapshotter.store.shadow import Capture, Store
+from snapshotter.store.shadow import Capture
 from snapshotter.store.workspace import Workspace
 
 
-def default_session(store: Store) -> str | None:
-    """The session with the newest checkpoint in this worktree, or one whose turn or
-    tool opened after it and is still open (an interrupted turn, #21.6)."""
-    state = load(store)
-    newest = state.checkpoints[-1] if state.checkpoints else None
-    best = (newest.id, 0) if newest else None
-    found = newest.session_id if newest else None
-    for session_id, sess in state.sessions.items():
-        for mark in (sess.turn, *sess.tools):
-            if mark is not None and (best is None or (mark.next_id, mark.at) > best):
-                best, found = (mark.next_id, mark.at), session_id
-    return found
-
-
-def resolve_session(store: Store, *preferred: str | None) -> str:
-    """The first of ``preferred`` that is set, else the default session."""
-    found = next((s for s in preferred if s), None) or default_session(store)
-    if not found:
-        raise NothingToDo("no checkpoints in this worktree yet")
-    return found
-
-
 def undo_last(
-    engine: Workspace, session_id: str, *, force: bool = False, dry_run: bool = False
+    workspace: Workspace, session_id: str, *, force: bool = False, dry_run: bool = False
 ) -> RestoreReport:
     """Revert the session's newest not-undone top-level checkpoint."""
-    with editing(engine.store) as state:
+    with editing(workspace.store) as state:
         target = _newest_top_level(state, session_id)
         if target is None:
             raise NothingToDo(f"nothing to undo in session {session_id}")
-        return _revert(engine, state, session_id, [target], "undo", force, dry_run)
+        return _revert(workspace, state, session_id, [target], "undo", force, dry_run)
 
 
 def reset(
-    engine: Workspace,
+    workspace: Workspace,
     session_id: str,
     keep: int | None,
     *,
@@ -68,7 +48,7 @@ def reset(
     dry_run: bool = False,
 ) -> RestoreReport:
     """Revert every checkpoint after ``keep`` (all of them when ``keep`` is None)."""
-    with editing(engine.store) as state:
+    with editing(workspace.store) as state:
         if keep is not None:
             anchor = state.by_id(keep)
             if anchor is None or anchor.session_id != session_id:
@@ -78,11 +58,11 @@ def reset(
         targets = _after(state, session_id, keep or 0)
         if not targets:
             raise NothingToDo(f"nothing after checkpoint {keep or 0} to reset")
-        return _revert(engine, state, session_id, targets, "reset", force, dry_run)
+        return _revert(workspace, state, session_id, targets, "reset", force, dry_run)
 
 
 def restore_files(
-    engine: Workspace,
+    workspace: Workspace,
     session_id: str,
     checkpoint_id: int,
     paths: list[str],
@@ -99,17 +79,17 @@ def restore_files(
     is (not marked undone): only these files moved. A path naming a directory
     takes the files below it that the checkpoint changed or its tree holds.
     """
-    with editing(engine.store) as state:
+    with editing(workspace.store) as state:
         cp = state.by_id(checkpoint_id)
         if cp is None:
             raise NotFound(
                 f"no checkpoint {checkpoint_id} in this worktree (see `snapshotter list --all`)"
             )
         source, other = (cp.after, cp.before) if after else (cp.before, cp.after)
-        chosen = _expand(engine, state, cp, [source, other], paths)
-        safety = _safety(engine, chosen)
-        _refuse_changed(
-            engine,
+        chosen = _expand(workspace, state, cp, [source, other], paths)
+        safety = _safety(workspace, chosen)
+        refuse_changed(
+            workspace,
             state,
             session_id,
             safety.tree,
@@ -120,9 +100,9 @@ def restore_files(
         )
         steps = [(source, chosen)]
         if dry_run:
-            return _report(state, [cp.id], _plan(engine, steps), dry_run)
-        new_tree = _after_tree(engine, safety.tree, steps)
-        _rebase_open_spans(engine, state, new_tree, chosen)
+            return _report(state, [cp.id], _plan(workspace, steps), dry_run)
+        new_tree = _after_tree(workspace, safety.tree, steps)
+        _rebase_open_spans(workspace, state, new_tree, chosen)
         sess = state.session(session_id)
         sess.redo.append(
             RedoEntry(
@@ -131,13 +111,13 @@ def restore_files(
         )
         sess.last = _left(Capture(new_tree, safety.skipped, safety.started), state)
         result = journal.run(
-            engine.store, state, safety.tree, steps, op="restore", checkpoints=[cp.id]
+            workspace.store, state, safety.tree, steps, op="restore", checkpoints=[cp.id]
         )
         return _report(state, [cp.id], result, dry_run)
 
 
 def _expand(
-    engine: Workspace, state: State, cp: Record, trees: list[str], paths: list[str]
+    workspace: Workspace, state: State, cp: Record, trees: list[str], paths: list[str]
 ) -> list[str]:
     """Worktree paths for ``paths``: files as given, directories as the files below them."""
     touched = {f.path for c in (cp, *state.children(cp.id)) for f in c.files}
@@ -146,10 +126,10 @@ def _expand(
         check_path(path)
         below = {p for p in touched if p.startswith(path + "/")}
         for tree in trees:
-            below.update(engine.store.files_under(tree, path))
+            below.update(workspace.store.files_under(tree, path))
         if below:
             chosen.update(below)
-        elif any(engine.entry(tree, path) is not None for tree in trees) or path in touched:
+        elif any(workspace.entry(tree, path) is not None for tree in trees) or path in touched:
             chosen.add(path)
         else:
             raise NotFound(f"{path} is in neither side of checkpoint {cp.id}")
@@ -157,17 +137,17 @@ def _expand(
 
 
 def redo(
-    engine: Workspace, session_id: str, *, force: bool = False, dry_run: bool = False
+    workspace: Workspace, session_id: str, *, force: bool = False, dry_run: bool = False
 ) -> RestoreReport:
     """Put back what the session's last undo or reset took away."""
-    with editing(engine.store) as state:
+    with editing(workspace.store) as state:
         sess = state.session(session_id)
         if not sess.redo:
             raise NothingToDo(f"nothing to redo in session {session_id}")
         entry = sess.redo[-1]
-        safety = _safety(engine, entry.paths)
-        changed = _refuse_changed(
-            engine,
+        safety = _safety(workspace, entry.paths)
+        changed = refuse_changed(
+            workspace,
             state,
             session_id,
             safety.tree,
@@ -178,21 +158,21 @@ def redo(
         )
         steps = [(entry.tree, list(entry.paths))]
         if dry_run:
-            return _report(state, entry.checkpoints, _plan(engine, steps), dry_run)
-        after = _after_tree(engine, safety.tree, steps)
+            return _report(state, entry.checkpoints, _plan(workspace, steps), dry_run)
+        after = _after_tree(workspace, safety.tree, steps)
         sess.redo.pop()
         if changed:  # --force over files changed since the undo: one more redo puts them back
             sess.redo.append(
                 RedoEntry(op="undo", checkpoints=[], paths=changed, tree=safety.tree, after=after)
             )
         sess.last = _left(Capture(after, safety.skipped, safety.started), state)
-        _rebase_open_spans(engine, state, entry.tree, entry.paths)
+        _rebase_open_spans(workspace, state, entry.tree, entry.paths)
         for cp_id in entry.checkpoints if entry.op != "restore" else ():  # a part: no flag
             cp = state.by_id(cp_id)
             if cp is not None:
                 _set_undone(state, cp, False)
         result = journal.run(
-            engine.store, state, safety.tree, steps, op="redo", checkpoints=entry.checkpoints
+            workspace.store, state, safety.tree, steps, op="redo", checkpoints=entry.checkpoints
         )
         return _report(state, entry.checkpoints, result, dry_run)
 
@@ -230,7 +210,7 @@ def _after(state: State, session_id: str, keep: int) -> list[Record]:
 
 
 def _revert(
-    engine: Workspace,
+    workspace: Workspace,
     state: State,
     session_id: str,
     targets: list[Record],
@@ -247,9 +227,9 @@ def _revert(
             expected[f.path] = cp.after
             restore_from.setdefault(f.path, cp.before)
     paths = sorted(restore_from)
-    safety = _safety(engine, paths)
-    _refuse_changed(
-        engine,
+    safety = _safety(workspace, paths)
+    refuse_changed(
+        workspace,
         state,
         session_id,
         safety.tree,
@@ -261,14 +241,14 @@ def _revert(
     steps = sorted(_group(restore_from).items())
     ids = [cp.id for cp in targets]
     if dry_run:
-        return _report(state, ids, _plan(engine, steps), dry_run)
+        return _report(state, ids, _plan(workspace, steps), dry_run)
     # Everything the restore leads to is worked out and saved, with its journal,
     # before the first file is written (journal.py): what the worktree will be is
     # the safety tree with the restored paths as their checkpoints have them.
-    after = Capture(_after_tree(engine, safety.tree, steps), safety.skipped, safety.started)
+    after = Capture(_after_tree(workspace, safety.tree, steps), safety.skipped, safety.started)
     for cp in targets:
         _set_undone(state, cp, True)
-    _rebase_open_spans(engine, state, after.tree, paths)
+    _rebase_open_spans(workspace, state, after.tree, paths)
     sess = state.session(session_id)
     sess.redo.append(
         RedoEntry(
@@ -281,7 +261,7 @@ def _revert(
     )
     sess.last = _left(after, state)
     result = journal.run(
-        engine.store,
+        workspace.store,
         state,
         safety.tree,
         steps,
@@ -297,7 +277,7 @@ def _left(capture: Capture, state: State) -> Mark:
     return replace(Mark.of(capture, state.next_id), at=time.time_ns())
 
 
-def _safety(engine: Workspace, paths: list[str]) -> Capture:
+def _safety(workspace: Workspace, paths: list[str]) -> Capture:
     """The whole worktree now, plus every path the restore touches whatever rules say.
 
     A safety capture must see every path (so it is unscoped), and it must hold
@@ -306,18 +286,18 @@ def _safety(engine: Workspace, paths: list[str]) -> Capture:
     """
     for path in paths:  # one unsafe path rejects it all before anything is written
         check_path(path)
-    capture = engine.unguarded().capture()
-    return Capture(engine.store.hold(capture.tree, paths), capture.skipped, capture.started)
+    capture = workspace.unguarded().capture()
+    return Capture(workspace.store.hold(capture.tree, paths), capture.skipped, capture.started)
 
 
-def _after_tree(engine: Workspace, safety: str, steps: list[tuple[str, list[str]]]) -> str:
+def _after_tree(workspace: Workspace, safety: str, steps: list[tuple[str, list[str]]]) -> str:
     """What the worktree is once ``steps`` are restored over ``safety``."""
-    return engine.store.edit_tree(
-        safety, {p: engine.entry(tree, p) for tree, paths in steps for p in paths}
+    return workspace.store.edit_tree(
+        safety, {p: workspace.entry(tree, p) for tree, paths in steps for p in paths}
     )
 
 
-def _rebase_open_spans(engine: Workspace, state: State, tree: str, paths: list[str]) -> None:
+def _rebase_open_spans(workspace: Workspace, state: State, tree: str, paths: list[str]) -> None:
     """An undo, redo or reset is nobody's edit: open turns and tools, and every
     session's latest capture, see it as done.
 
@@ -330,15 +310,15 @@ def _rebase_open_spans(engine: Workspace, state: State, tree: str, paths: list[s
             if mark is None:
                 continue
             if mark.tree not in rebased:
-                rebased[mark.tree] = _with_paths_from(engine, mark.tree, tree, paths)
+                rebased[mark.tree] = _with_paths_from(workspace, mark.tree, tree, paths)
             mark.tree = rebased[mark.tree]
 
 
-def _with_paths_from(engine: Workspace, base: str, source: str, paths: list[str]) -> str:
+def _with_paths_from(workspace: Workspace, base: str, source: str, paths: list[str]) -> str:
     """``base`` with ``paths`` as they are in ``source`` (absent there: removed)."""
     try:
-        changes = {path: engine.entry(source, path) for path in paths}
-        return engine.store.edit_tree(base, changes)
+        changes = {path: workspace.entry(source, path) for path in paths}
+        return workspace.store.edit_tree(base, changes)
     except (OSError, KeyError, ValueError, StoreError):  # (ObjectError is a StoreError)
         return base  # e.g. a file/directory clash: the span keeps its old start
 
@@ -356,66 +336,10 @@ def _group(path_to_tree: dict[str, str]) -> dict[str, list[str]]:
     return dict(groups)
 
 
-def _refuse_changed(
-    engine: Workspace,
-    state: State,
-    session_id: str,
-    current: str,
-    wanted: dict[str, str],
-    expected: dict[str, str],
-    since: int,
-    force: bool,
-) -> list[str]:
-    """The one refusal rule of undo, redo, reset and restore (#21.3, #21.6).
-
-    ``wanted``: path → the tree the operation takes it from; ``expected``:
-    path → the tree the operation's checkpoint left it as. A path is no
-    conflict when it already is as the operation would write it, is where the
-    checkpoint left it, or is as snapshotter itself last left it: a later
-    checkpoint of this session (``since``: the operation's oldest checkpoint)
-    or one of the session's undo, redo, reset or restore operations. Anything
-    else someone changed since: Conflict, naming who, unless ``force`` (then
-    those paths are returned, to be overwritten).
-
-    ``current`` is the safety tree: it holds every path's bytes, so a file the
-    capture left out (ignored, too large) is compared by its content too.
-    """
-    changed: dict[str, str] = {}
-    for path in sorted(wanted):
-        now = engine.entry(current, path)
-        if now == engine.entry(wanted[path], path) or now == engine.entry(expected[path], path):
-            continue
-        who = _left_by(engine, state, session_id, since, path, now)
-        if who is not None:
-            changed[path] = who
-    if changed and not force:
-        raise Conflict(changed, by=changed)
-    return sorted(changed)
-
-
-def _left_by(
-    engine: Workspace, state: State, session_id: str, since: int, path: str, now: object
-) -> str | None:
-    """Who left ``path`` as ``now``: None for snapshotter itself (this session's
-    later checkpoints and operations), else another session's checkpoint, else you."""
-    sess = state.sessions.get(session_id)
-    redo = sess.redo if sess is not None else []
-    if any(path in r.paths and engine.entry(r.after, path) == now for r in redo):
-        return None
-    for cp in reversed(state.checkpoints):
-        if cp.id < since:
-            break
-        if any(f.path == path for f in cp.files) and engine.entry(cp.after, path) == now:
-            if cp.session_id == session_id:
-                return None
-            return f"checkpoint {cp.id} of session {cp.session_id}"
-    return "you"
-
-
-def _plan(engine: Workspace, steps: list[tuple[str, list[str]]]) -> RestoreResult:
+def _plan(workspace: Workspace, steps: list[tuple[str, list[str]]]) -> RestoreResult:
     total = RestoreResult()
     for tree, paths in steps:
-        done = engine.plan_restore(tree, paths)
+        done = workspace.plan_restore(tree, paths)
         total.restored.extend(done.restored)
         total.removed.extend(done.removed)
     total.restored.sort()
@@ -435,13 +359,3 @@ def _report(state: State, ids: list[int], result: RestoreResult, dry_run: bool) 
         skipped=skipped,
         dry_run=dry_run,
     )
-
-
-def list_checkpoints(store: Store, session_id: str | None) -> list[Checkpoint]:
-    """Checkpoints ordered by id; one session's, or every session's when None."""
-    state = load(store)
-    return [
-        cp.to_model()
-        for cp in state.checkpoints
-        if session_id is None or cp.session_id == session_id
-    ]

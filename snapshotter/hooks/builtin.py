@@ -1,7 +1,9 @@
 """The ``snapshot`` builtin and the controller a runtime holds on to (SPEC §4, §8).
 
-``snapshotter hook`` imports this module once per event it handles itself, so
-only what capturing needs is imported here; the controller's history, the
+Both are adapters over the engine: the builtin turns a lifecycle event into a
+call of the session's recorder, the controller a runtime's undo, redo, reset
+or list into the engine's. ``snapshotter hook`` imports this module once per
+event it handles itself, so only what capturing needs is imported here; the
 registry's models and retention are imported where they are used (issue 16.4).
 """
 
@@ -18,15 +20,13 @@ from snapshotter.config import (
     data_dir,
     parse_size,
 )
-from snapshotter.engine import Engine, open_existing
+from snapshotter.engine import Engine, Record, open_existing
+from snapshotter.engine.sessions import first_stop, open_session
 from snapshotter.errors import BadInput, NotAWorktree, NothingToDo, SnapshotterError
-from snapshotter.history import sessions as session_scope
-from snapshotter.history.recorder import Recorder
 from snapshotter.hooks import events as ev
 
 if TYPE_CHECKING:
-    from snapshotter.history.records import Record
-    from snapshotter.history.retention import Policy
+    from snapshotter.engine.maintenance import Policy
     from snapshotter.hooks.events import Event
     from snapshotter.hooks.registry import HooksConfig, Registry
     from snapshotter.hooks.wire import HookInput, HookOutput
@@ -90,33 +90,26 @@ class SnapshotBuiltin:
         )
         # The session's first event fixes where it works (agents ``cd``; SPEC §3).
         session = hook_input.session_id
-        kept = session_scope.kept_dir(self.data_dir, session)
-        directory = kept or session_scope.first_dir(hook_input.cwd, options.get("project_dir"))
         try:
-            engine = Engine.open(
-                directory, data_dir_path=self.data_dir, max_new_file_size=limit, max_files=max_files
+            engine = open_session(
+                self.data_dir,
+                session,
+                hook_input.cwd,
+                options.get("project_dir"),
+                max_new_file_size=limit,
+                max_files=max_files,
             )
-            if kept is None:
-                winner = session_scope.claim(self.data_dir, session, directory)
-                if winner != directory:  # another process's first event came first
-                    engine = Engine.open(
-                        winner,
-                        data_dir_path=self.data_dir,
-                        max_new_file_size=limit,
-                        max_files=max_files,
-                    )
         except NotAWorktree:
             # A session that was recording (it has a directory) says once why it stopped.
-            recorded = kept or session_scope.recorded_dir(self.data_dir, session)
-            if recorded is not None and session_scope.first_stop(self.data_dir, session):
-                _say_stopped(self.data_dir, hook_input.event, session, recorded)
+            stopped = first_stop(self.data_dir, session)
+            if stopped is not None:
+                _say_stopped(self.data_dir, hook_input.event, session, stopped)
             return None  # outside a git worktree every event is a no-op
-        seen(engine.store.root, options.get("source"))
+        seen(engine.store_dir, options.get("source"))
         if engine.recovered is not None:  # a hook prints nothing: the line goes to hook.log
             log_failure(self.data_dir, f"snapshotter hook: {engine.recovered}")
         self.last_session[engine.root] = session
-        recorder = Recorder(engine, hook_input.session_id)
-        return _dispatch(recorder, hook_input, options)
+        return _dispatch(engine, session, hook_input, options)
 
 
 def _say_stopped(data_dir: Path, event: str, session: str, directory: str) -> None:
@@ -178,7 +171,7 @@ def retention_policy(options: dict[str, str]) -> Policy:
         DEFAULT_MAX_CHECKPOINTS,
         DEFAULT_MAX_STORE_BYTES,
     )
-    from snapshotter.history.retention import Policy
+    from snapshotter.engine.maintenance import Policy
 
     try:
         return Policy(
@@ -191,9 +184,10 @@ def retention_policy(options: dict[str, str]) -> Policy:
 
 
 def _dispatch(
-    recorder: Recorder, hook_input: HookInput | Event, options: dict[str, str]
+    engine: Engine, session: str, hook_input: HookInput | Event, options: dict[str, str]
 ) -> Record | None:
     event = hook_input.event
+    recorder = engine.recorder(session)
     if event == ev.SESSION_START:
         return recorder.session_start()
     elif event == ev.TURN_START:
@@ -204,42 +198,52 @@ def _dispatch(
         return recorder.turn_end(hook_input.reason)
     elif event == ev.PRE_TOOL_USE:
         asked = hook_input.named_paths()
-        named = worktree_paths(recorder.engine.root, asked)
+        named = worktree_paths(engine.root, asked)
         if len(named) < len(asked):  # (once per tool: its post names the same paths)
-            outside = [p for p in asked if not worktree_paths(recorder.engine.root, [p])]
+            outside = [p for p in asked if not worktree_paths(engine.root, [p])]
             log_failure(
-                recorder.engine.store.root.parent.parent,
+                engine.data_dir,
                 f"{hook_input.tool_name or 'tool'} names {', '.join(outside)}, outside the "
-                f"worktree {recorder.engine.root}: not snapshotted, undo cannot restore it",
+                f"worktree {engine.root}: not snapshotted, undo cannot restore it",
             )
         recorder.tool_start(
             hook_input.tool_use_id, hook_input.tool_name, named, hook_input.command()
         )
     elif event == ev.POST_TOOL_USE:
-        named = worktree_paths(recorder.engine.root, hook_input.named_paths())
+        named = worktree_paths(engine.root, hook_input.named_paths())
         return recorder.tool_end(
             hook_input.tool_use_id, hook_input.tool_name, named, hook_input.command()
         )
     elif event == ev.SESSION_END:
         checkpoint = recorder.session_end()
-        from snapshotter.history.maintenance import start_detached
-
-        # Never on the runtime's clock (issue 11.4, 13.13): the gc runs in a
-        # process of its own, holding the store lock only in short moments.
-        try:
-            start_detached(
-                recorder.engine.store,
-                budget_s=SESSION_END_GC_BUDGET_S,
-                policy=retention_policy(options),
-            )
-        except OSError as exc:  # no process to spare: the next session_end tries again
-            log_failure(recorder.engine.store.root.parent.parent, f"session_end gc: {exc}")
+        _start_gc(engine, options)
         return checkpoint
     return None
 
 
+def _start_gc(engine: Engine, options: dict[str, str]) -> None:
+    """Never on the runtime's clock (issue 11.4, 13.13): the gc runs in a process of
+    its own (detached_gc.py), holding the store lock only in short moments."""
+    from snapshotter.hooks import detached_gc
+
+    try:
+        detached_gc.start(
+            engine.data_dir,
+            engine.root,
+            budget_s=SESSION_END_GC_BUDGET_S,
+            policy=retention_policy(options),
+        )
+    except OSError as exc:  # no process to spare: the next session_end tries again
+        log_failure(engine.data_dir, f"session_end gc: {exc}")
+
+
 class SnapshotController:
-    """Undo, redo, reset and list for a runtime that registered the builtin."""
+    """Undo, redo, reset and list for a runtime that registered the builtin.
+
+    A thin adapter over the engine: each call opens the engine of ``cwd``'s
+    worktree and picks the session (explicit, else the last one this runtime
+    recorded there, else the newest).
+    """
 
     def __init__(self, builtin: SnapshotBuiltin) -> None:
         self.builtin = builtin
@@ -249,23 +253,19 @@ class SnapshotController:
 
     def _session(self, engine: Engine, session_id: str | None) -> str:
         """Explicit, else the last session this runtime saw here, else the newest."""
-        from snapshotter.history import undo as history
-
-        return history.resolve_session(
-            engine.store, session_id, self.builtin.last_session.get(engine.root)
-        )
+        return engine.resolve_session(session_id, self.builtin.last_session.get(engine.root))
 
     def list(
         self, cwd: str | os.PathLike[str], session_id: str | None = None, all_sessions: bool = False
     ) -> list[Checkpoint]:
-        from snapshotter.history import undo as history
-
+        """The session's checkpoints (every session's with ``all_sessions``); none
+        where nothing was recorded."""
         try:
             engine = self._engine(cwd)
         except NothingToDo:
             return []
-        return history.list_checkpoints(
-            engine.store, None if all_sessions else self._session_or_none(engine, session_id)
+        return engine.checkpoints(
+            None if all_sessions else self._session_or_none(engine, session_id)
         )
 
     def _session_or_none(self, engine: Engine, session_id: str | None) -> str | None:
@@ -282,12 +282,9 @@ class SnapshotController:
         force: bool = False,
         dry_run: bool = False,
     ) -> RestoreReport:
-        from snapshotter.history import undo as history
-
+        """Revert the session's newest checkpoint (``Engine.undo``)."""
         engine = self._engine(cwd)
-        return history.undo_last(
-            engine, self._session(engine, session_id), force=force, dry_run=dry_run
-        )
+        return engine.undo(self._session(engine, session_id), force=force, dry_run=dry_run)
 
     def redo(
         self,
@@ -297,10 +294,9 @@ class SnapshotController:
         force: bool = False,
         dry_run: bool = False,
     ) -> RestoreReport:
-        from snapshotter.history import undo as history
-
+        """Put back what the session's last undo or reset took away (``Engine.redo``)."""
         engine = self._engine(cwd)
-        return history.redo(engine, self._session(engine, session_id), force=force, dry_run=dry_run)
+        return engine.redo(self._session(engine, session_id), force=force, dry_run=dry_run)
 
     def reset(
         self,
@@ -312,12 +308,8 @@ class SnapshotController:
         dry_run: bool = False,
     ) -> RestoreReport:
         """Revert every checkpoint after ``keep``; ``keep=None`` goes back to the original."""
-        from snapshotter.history import undo as history
-
         engine = self._engine(cwd)
-        return history.reset(
-            engine, self._session(engine, session_id), keep, force=force, dry_run=dry_run
-        )
+        return engine.reset(self._session(engine, session_id), keep, force=force, dry_run=dry_run)
 
     def auto_inject(self, config: HooksConfig | dict[str, Any] | None) -> HooksConfig:
         """Add the builtin where ``settings: snapshot: true`` would (idempotent)."""
@@ -355,6 +347,6 @@ def register_snapshot(
 
 def log_failure(data_dir: Path, message: str) -> None:
     """Into the data directory's hook.log (imported on failure only: it loads datetime)."""
-    from snapshotter.store.logfile import append
+    from snapshotter.logfile import append
 
     append(data_dir, message)

@@ -84,7 +84,7 @@ def run_request(raw: bytes, data_dir: Path, args: list[str]) -> str | None:
     try:
         _handle(raw, data_dir, args)
     except Exception as exc:  # the agent must never be blocked by us
-        from snapshotter.store.logfile import append
+        from snapshotter.logfile import append
 
         message = f"snapshotter hook: {type(exc).__name__}: {exc}"
         append(data_dir, message)
@@ -148,7 +148,7 @@ def _unknown(data_dir: Path, event: str, data: dict[str, object]) -> None:
 
     from snapshotter.config import stores_dir
     from snapshotter.fileio import write_atomic
-    from snapshotter.store.logfile import append
+    from snapshotter.logfile import append
 
     shape = event or "no hook_event_name, fields " + ", ".join(sorted(map(str, data))[:12])
     seen_file = stores_dir(data_dir) / "hook-unknown.json"  # shape → when last said

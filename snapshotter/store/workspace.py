@@ -2,7 +2,7 @@
 
 What history needs of a worktree: capture it, compare and diff trees,
 restore files, read entries, and the same over another part of it. The
-engine (engine.py) adds opening by directory and gc on top of this.
+engine (engine/) adds opening by directory and the history on top of this.
 """
 
 from __future__ import annotations
@@ -86,10 +86,6 @@ class Workspace:
     def diff(self, before: str, after: str, paths: Collection[str] | None = None) -> str:
         """Unified diff text between two trees, limited to ``paths`` when given."""
         return changes_mod.diff_text(self.store, before, after, paths)
-
-    def diff_stat(self, before: str, after: str, paths: Collection[str] | None = None) -> str:
-        """``git diff --stat``-style summary between two trees."""
-        return changes_mod.diff_stat(self.store, before, after, paths)
 
     def restore(self, tree: str, paths: Iterable[str]) -> restore_mod.RestoreResult:
         """Make ``paths`` match ``tree`` in the worktree; other files are not touched."""

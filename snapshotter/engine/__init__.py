@@ -1,0 +1,319 @@
+"""The engine: the one door to one worktree's snapshots and history (SPEC §8).
+
+Everything a runtime or the CLI does to a worktree is a method of ``Engine``:
+capture, list, show, diff, undo, redo, reset, restore, checkpoint, gc, and
+the recorder a hook drives. cli/ and hooks/ import nothing below this layer
+(pyproject's import contract); what spans the data directory rather than one
+worktree is in this package's other modules (sessions, moved, maintenance).
+The engine prints nothing: what it has to say comes back as values.
+
+Each method imports the history it needs when called, so ``snapshotter hook``
+(one process per agent event) loads only what capturing needs (issue 16.4).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, overload
+
+from snapshotter.config import DEFAULT_MAX_FILES, DEFAULT_MAX_NEW_FILE_SIZE, data_dir
+from snapshotter.errors import NothingToDo
+from snapshotter.git.worktree import find_worktree
+from snapshotter.history.records import Record
+from snapshotter.history.state_file import restore_pending
+from snapshotter.store.changes import FileDiff
+from snapshotter.store.shadow import Store
+from snapshotter.store.workspace import Workspace
+
+if TYPE_CHECKING:
+    from snapshotter.history.maintenance import GcReport
+    from snapshotter.history.recorder import Recorder
+    from snapshotter.history.retention import Policy
+    from snapshotter.models import Checkpoint, RestoreReport
+
+__all__ = [
+    "CheckpointDiff",
+    "Engine",
+    "FileDiff",
+    "Record",
+    "commit_all",
+    "load_commands",
+    "open_existing",
+    "worktree_root",
+]
+
+
+@dataclass(frozen=True)
+class CheckpointDiff:
+    """What ``snapshotter diff`` shows of a checkpoint.
+
+    From its ``before`` tree to ``to`` (its ``after``, or a fresh capture when
+    ``to_now``); ``files`` the paths that differ and are shown; ``skipped``
+    (path, reason) of files the fresh capture left out, so they are not in it.
+    """
+
+    checkpoint: Checkpoint
+    to: str
+    to_now: bool
+    files: list[FileDiff]
+    skipped: list[tuple[str, str]]
+
+
+class Engine(Workspace):
+    """Snapshots and history of the worktree containing a directory, limited to its subtree.
+
+    The API other runtimes build on (SPEC §8). From the Workspace: ``capture``,
+    ``changes``, ``diff``, ``restore`` (files from a tree), ``entry``. Here:
+    opening by directory, and the history of checkpoints and sessions.
+    ``recovered``: what opening it did about a restore a killed process left
+    half done (one line, for the caller to show), or None.
+    """
+
+    recovered: str | None = None
+
+    @overload
+    @classmethod
+    def open(
+        cls,
+        directory: str | os.PathLike[str] = ".",
+        *,
+        data_dir_path: str | os.PathLike[str] | None = None,
+        max_new_file_size: int = DEFAULT_MAX_NEW_FILE_SIZE,
+        max_files: int | None = DEFAULT_MAX_FILES,
+        create: Literal[True] = True,
+    ) -> Engine: ...
+
+    @overload
+    @classmethod
+    def open(
+        cls,
+        directory: str | os.PathLike[str] = ".",
+        *,
+        data_dir_path: str | os.PathLike[str] | None = None,
+        max_new_file_size: int = DEFAULT_MAX_NEW_FILE_SIZE,
+        max_files: int | None = DEFAULT_MAX_FILES,
+        create: bool,
+    ) -> Engine | None: ...
+
+    @classmethod
+    def open(
+        cls,
+        directory: str | os.PathLike[str] = ".",
+        *,
+        data_dir_path: str | os.PathLike[str] | None = None,
+        max_new_file_size: int = DEFAULT_MAX_NEW_FILE_SIZE,
+        max_files: int | None = DEFAULT_MAX_FILES,
+        create: bool = True,
+    ) -> Engine | None:
+        """Open the store of the worktree containing ``directory``.
+
+        Creates the store on first use, so with the default ``create=True``
+        the result is always an engine. With ``create=False`` it is None when
+        no snapshot was ever taken there. Raises NotAWorktree outside git.
+        """
+        worktree = find_worktree(directory)
+        notes: list[str] = []
+        store = Store.open(
+            data_dir(data_dir_path),
+            worktree,
+            create=create,
+            recover=lambda store: _finish_restore(store, notes),
+        )
+        if store is None:
+            return None
+        engine = cls(worktree, store, max_new_file_size, max_files)
+        engine.recovered = notes[0] if notes else None
+        return engine
+
+    @property
+    def data_dir(self) -> Path:
+        """The data directory this engine's store lives in (its hook.log, its sessions)."""
+        return self.store.root.parent.parent
+
+    @property
+    def store_dir(self) -> Path:
+        """This worktree's store directory (``doctor`` shows it; hooks leave marks there)."""
+        return self.store.root
+
+    def has_snapshot(self) -> bool:
+        """Whether any capture of this worktree was taken before (by anyone)."""
+        return self.store.last_tree() is not None
+
+    # -- recording ---------------------------------------------------------------------
+
+    def recorder(self, session_id: str) -> Recorder:
+        """What turns a session's lifecycle events into checkpoints (SPEC §4)."""
+        from snapshotter.history.recorder import Recorder
+
+        return Recorder(self, session_id)
+
+    def checkpoint(self, label: str = "", session_id: str = "cli") -> Checkpoint | None:
+        """Record what changed since the last snapshot as one undoable checkpoint.
+
+        None when nothing changed, or when there was no snapshot before (this
+        capture is then the baseline the next checkpoint starts from).
+        """
+        recorded = self.recorder(session_id).checkpoint(label)
+        return None if recorded is None else recorded.to_model()
+
+    def close_interrupted(self, session_id: str) -> None:
+        """Close the turn or tool the session left open (Esc: no ``Stop``), as the next
+        prompt would, so what it changed can be listed and undone (#21.6)."""
+        from snapshotter.history.lookup import close_interrupted
+
+        close_interrupted(self, self.data_dir, session_id)
+
+    # -- looking -------------------------------------------------------------------------
+
+    def resolve_session(self, *preferred: str | None) -> str:
+        """The first of ``preferred`` that is set, else the session with the newest
+        checkpoint (or open turn) here; NothingToDo when there is none."""
+        from snapshotter.history.lookup import resolve_session
+
+        return resolve_session(self.store, *preferred)
+
+    def checkpoints(self, session_id: str | None = None) -> list[Checkpoint]:
+        """Checkpoints ordered by id: one session's, or every session's when None."""
+        from snapshotter.history.lookup import list_checkpoints
+
+        return list_checkpoints(self.store, session_id)
+
+    def show(self, checkpoint_id: int | None, session_id: str | None = None) -> Checkpoint:
+        """Checkpoint ``checkpoint_id``, in any session (NotFound if there is none); without
+        an id, the newest top-level one of ``session_id`` (default: the newest session)."""
+        from snapshotter.history.lookup import find_checkpoint
+
+        return find_checkpoint(self, checkpoint_id, session_id)
+
+    def checkpoint_diff(self, checkpoint: Checkpoint, *, to_now: bool = False) -> CheckpointDiff:
+        """What ``checkpoint`` changed: its own files, before → after it; or with
+        ``to_now``, every file that differs from its before to the worktree now
+        (a fresh capture) within the directory its session works in."""
+        from snapshotter.history.lookup import diff_end
+        from snapshotter.store.changes import file_diffs
+
+        to, keep, skipped = diff_end(self, self.data_dir, checkpoint, to_now)
+        files = file_diffs(self.store, checkpoint.before, to, keep)
+        return CheckpointDiff(checkpoint, to, to_now, files, skipped)
+
+    def file_diffs(self, before: str, after: str) -> list[FileDiff]:
+        """Every path that differs between two trees, with its line counts, sizes and
+        patches: what ``diff`` prints as text, as data (a ``--stat`` is drawn from it)."""
+        from snapshotter.store.changes import file_diffs
+
+        return file_diffs(self.store, before, after)
+
+    # -- restoring (each one undoable: SPEC §5) ------------------------------------------
+
+    def undo(self, session_id: str, *, force: bool = False, dry_run: bool = False) -> RestoreReport:
+        """Revert the session's newest checkpoint (a turn with its tools).
+
+        Conflict when a file it would touch changed since, unless ``force``;
+        NothingToDo when nothing is left to undo.
+        """
+        from snapshotter.history.undo import undo_last
+
+        return undo_last(self, session_id, force=force, dry_run=dry_run)
+
+    def redo(self, session_id: str, *, force: bool = False, dry_run: bool = False) -> RestoreReport:
+        """Put back exactly what the session's last undo, reset or restore took away."""
+        from snapshotter.history.undo import redo
+
+        return redo(self, session_id, force=force, dry_run=dry_run)
+
+    def reset(
+        self, session_id: str, keep: int | None, *, force: bool = False, dry_run: bool = False
+    ) -> RestoreReport:
+        """Revert every checkpoint of the session after ``keep`` (None: all of them)."""
+        from snapshotter.history.undo import reset
+
+        return reset(self, session_id, keep, force=force, dry_run=dry_run)
+
+    def restore_files(
+        self,
+        session_id: str,
+        checkpoint_id: int,
+        paths: list[str],
+        *,
+        after: bool = False,
+        force: bool = False,
+        dry_run: bool = False,
+    ) -> RestoreReport:
+        """Put worktree ``paths`` back as they were before checkpoint ``checkpoint_id``
+        (``after``: after it); a directory takes the files below it. Part of an undo,
+        with its guarantees: refused over later edits unless ``force``, and redo
+        puts everything back."""
+        from snapshotter.history.undo import restore_files
+
+        return restore_files(
+            self, session_id, checkpoint_id, paths, after=after, force=force, dry_run=dry_run
+        )
+
+    # -- keeping the store small ---------------------------------------------------------
+
+    def gc(
+        self,
+        *,
+        dry_run: bool = False,
+        budget_s: float | None = None,
+        policy: Policy | None = None,
+    ) -> GcReport:
+        """Apply retention (``policy``; default: the default one) and compact the store.
+
+        ``budget_s`` bounds it as session_end's gc is bounded: a full repack only
+        when needed. ``dry_run`` changes nothing and says what it would do.
+        """
+        from snapshotter.history.maintenance import collect
+
+        return collect(self, dry_run=dry_run, budget_s=budget_s, policy=policy)
+
+
+def _finish_restore(store: Store, notes: list[str]) -> None:
+    """Finish a restore a killed process left half done (the journal), if there is one;
+    decided from state.json's bytes, so a capture never loads the restore code.
+    What it did goes to ``notes``: the engine writes nothing to stderr itself."""
+    if restore_pending(store.root):
+        from snapshotter.history import journal
+
+        note = journal.recover(store)
+        if note is not None:
+            notes.append(note)
+
+
+def open_existing(
+    directory: str | os.PathLike[str],
+    *,
+    data_dir_path: str | os.PathLike[str] | None = None,
+    max_new_file_size: int = DEFAULT_MAX_NEW_FILE_SIZE,
+) -> Engine:
+    """The engine of a worktree that already has snapshots; NothingToDo otherwise."""
+    engine = Engine.open(
+        directory, data_dir_path=data_dir_path, create=False, max_new_file_size=max_new_file_size
+    )
+    if engine is None:
+        raise NothingToDo("no snapshots recorded for this worktree yet")
+    return engine
+
+
+def worktree_root(directory: str | os.PathLike[str]) -> Path:
+    """The top directory of the git worktree containing ``directory``; NotAWorktree else."""
+    return find_worktree(directory).root
+
+
+def commit_all(root: Path, message: str, *, name: str, email: str) -> str:
+    """Make ``root`` a git repository (if it is not one) and commit every file its
+    ignore rules keep, with no git binary: the demo's throwaway repository."""
+    from snapshotter.git.commit import commit_all as commit
+
+    return commit(root, message, name=name, email=email)
+
+
+def load_commands() -> None:
+    """Import what looking at and restoring history needs, so a process that forks
+    commands (the hook server) loads it once instead of in every child."""
+    import snapshotter.engine.moved
+    import snapshotter.history.lookup
+    import snapshotter.history.undo
+    import snapshotter.store.restore  # noqa: F401
