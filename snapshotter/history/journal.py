@@ -33,7 +33,7 @@ from snapshotter.errors import (
     StoreError,
     WorktreeWriteFailed,
 )
-from snapshotter.fileio import TEMP_PREFIX
+from snapshotter.fileio import temp_name
 from snapshotter.history.records import STATE_FILE, JournalOp, Restoring, State, load, parse, save
 from snapshotter.store import restore as restore_mod
 from snapshotter.store.shadow import Store
@@ -58,10 +58,8 @@ def run(
     operation: a failure or Ctrl-C after the journal is saved rolls the
     worktree back and reinstates them (RestoreFailed, RestoreCancelled).
     """
-    import secrets
-
     before = _document(store)
-    temps = {rel: f"{TEMP_PREFIX}{secrets.token_hex(6)}" for _t, paths in steps for rel in paths}
+    temps = {rel: temp_name() for _t, paths in steps for rel in paths}
     journal = Restoring(
         safety=safety, steps=steps, temps=temps, op=op, checkpoints=list(checkpoints)
     )

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from snapshotter.config import Kind, now_iso
 from snapshotter.errors import StoreError, UnsafePath
+from snapshotter.fileio import lstat_within
 from snapshotter.history import labels
 from snapshotter.history.records import (
     MAX_PENDING_TOOLS,
@@ -527,12 +528,7 @@ def _self_and_parents(rel: str) -> list[str]:
 
 def _lstat_within(root: Path, rel: str) -> os.stat_result | None:
     """``lstat`` of ``rel`` reached through real directories only; None if not there."""
-    current = root
     try:
-        for part in rel.split("/")[:-1]:
-            current = current / part
-            if not stat.S_ISDIR(os.lstat(current).st_mode):
-                return None
-        return os.lstat(root / rel)
+        return lstat_within(root, rel)
     except OSError:
         return None
