@@ -28,6 +28,7 @@ from snapshotter import engine as engine_mod
 from snapshotter.engine import Engine
 from snapshotter.errors import NothingToDo, StoreError
 from snapshotter.git import packs as packwriter
+from snapshotter.git.pack_index import read_pack_index
 from snapshotter.history import maintenance as gc_mod
 from snapshotter.history import undo as history
 from snapshotter.history.recorder import Recorder
@@ -35,7 +36,7 @@ from snapshotter.history.records import load, save
 from snapshotter.history.retention import Policy
 from snapshotter.hooks.builtin import SnapshotBuiltin
 from snapshotter.hooks.wire import HookInput
-from snapshotter.store import compaction
+from snapshotter.store import compaction, object_files
 from snapshotter.store import shadow as store_mod
 from snapshotter.store.logfile import log_path
 from snapshotter.store.shadow import Store
@@ -302,7 +303,7 @@ def own_pack_counts(store: Store) -> list[int]:
     """Objects in each of the store's own packs (shared ones aside), smallest first."""
     counts = []
     for idx in (objects_dir(store) / "pack").glob("pack-*.idx"):
-        index = packwriter.read_pack_index(idx)
+        index = read_pack_index(idx)
         assert index is not None, f"{idx.name}: unreadable index"
         if os.lstat(idx.with_suffix(".pack")).st_nlink == 1:
             counts.append(len(index))
@@ -687,7 +688,7 @@ def test_git_gc_prune_in_the_source_repo_does_not_break_undo(
 CHILD = r"""
 import os, pathlib, shutil, signal, sys
 from snapshotter.history import maintenance as gc
-from snapshotter.store import compaction
+from snapshotter.git import packs
 from snapshotter.engine import Engine
 from snapshotter.history.retention import Policy
 
@@ -713,7 +714,7 @@ pathlib.Path.rmdir = killing(pathlib.Path.rmdir)
 pathlib.Path.mkdir = killing(pathlib.Path.mkdir)
 print("ready", flush=True)
 if mode == "quick":  # session_end's gc: pack the loose objects only
-    compaction.LOOSE_THRESHOLD = 0
+    packs.LOOSE_PACK_AT = 0
     gc.collect(engine, budget_s=60.0, policy=Policy(None, None, None))
 else:  # a full gc; "size" with a budget that drops every session but the newest
     gc.collect(engine, policy=Policy(None, None, 1 if mode == "size" else None))
@@ -738,7 +739,7 @@ def orphans(store: Store) -> list[str]:
     return sorted(found)
 
 
-SCRATCH = compaction.SCRATCH
+SCRATCH = object_files.SCRATCH
 
 
 def plant_orphans(store: Store, tag: str) -> set[str]:
@@ -877,7 +878,7 @@ def test_session_end_runs_a_bounded_gc(
     write(root, "README.md", "changed in a turn the runtime never ended\n")
     engine = open_engine(root, data_dir)
     packs_before = [n for n in pack_files(engine.store) if n.endswith(".idx")]
-    assert len(loose_objects(engine.store)) >= compaction.LOOSE_THRESHOLD, (
+    assert len(loose_objects(engine.store)) >= packwriter.LOOSE_PACK_AT, (
         "the session leaves enough loose objects to be worth packing"
     )
     assert calls == [], "no gc before session_end"
@@ -931,7 +932,7 @@ def test_session_end_never_fails_when_gc_fails(
     def broken(*_args: object, **_kwargs: object) -> None:
         raise failure
 
-    monkeypatch.setattr(compaction, "remove_orphans", broken)  # gc's first step on disk
+    monkeypatch.setattr(object_files, "remove_orphans", broken)  # gc's first step on disk
 
     def inline(store: Store, *, budget_s: float, policy: Policy) -> None:
         engine_mod.run_detached(data_dir, str(store.worktree.root), budget_s, policy)
