@@ -27,6 +27,7 @@ from conftest import reachable as conftest_reachable
 from snapshotter import engine as engine_mod
 from snapshotter.engine import Engine
 from snapshotter.errors import NothingToDo, StoreError
+from snapshotter.fileio import TEMP_PREFIX
 from snapshotter.git import packs as packwriter
 from snapshotter.git.pack_index import read_pack_index
 from snapshotter.history import maintenance as gc_mod
@@ -836,6 +837,23 @@ def test_gc_killed_mid_way_leaves_a_usable_store_and_no_growing_leftovers(
     assert_packed(engine.store, "after the clean gc")
     assert not (objects_dir(engine.store) / "pack" / SCRATCH).exists(), "no scratch dir left"
     undo_redo_exact(open_engine(root, data_dir), steps, complete=False, skip="side")
+
+
+def test_temp_files_of_this_and_older_versions_go_when_the_store_opens(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    root = small_repo(tmp_path / "repo")
+    store = open_engine(root, data_dir).store
+    pack = objects_dir(store) / "pack"
+    leftovers = [
+        pack / f"{TEMP_PREFIX}0123abcd.pack",  # a pack this version was writing
+        pack / "tmp_snapshotter_0123abcd.idx",  # ... and one an older version was
+        store.root / f"{TEMP_PREFIX}state",  # an atomic write cut short
+    ]
+    for path in leftovers:
+        path.write_bytes(b"half written")
+    open_engine(root, data_dir)  # a new process opens the store, under its lock
+    assert [p.name for p in leftovers if p.exists()] == [], "every leftover went"
 
 
 # -- session_end ----------------------------------------------------------------------

@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 from conftest import git, write
 
+from snapshotter import fileio
 from snapshotter.git import rule_files, wildmatch
 from snapshotter.git.worktree import find_worktree
 from snapshotter.store.walk import scan
@@ -147,6 +148,21 @@ def test_fifo_rule_file_reads_as_absent(tmp_path: Path) -> None:
         "a FIFO is opened without blocking and not read"
     )
     assert rule_files.read_lines(tmp_path / "missing") is None
+
+
+def test_the_safe_read_takes_regular_files_only(tmp_path: Path) -> None:
+    """fileio.read_regular, which every reader of a file it did not write goes through."""
+    os.mkfifo(tmp_path / "fifo")
+    write(tmp_path, "file", "bytes\n")
+    os.symlink("file", tmp_path / "link")
+    assert fileio.read_regular(tmp_path / "fifo") is None, "opened without blocking, not read"
+    assert fileio.read_regular(tmp_path / "file") == b"bytes\n"
+    assert fileio.read_regular(tmp_path / "file", max_size=5) is None, "over the limit"
+    with pytest.raises(OSError):
+        fileio.read_regular(tmp_path / "link")  # never through a link, unless asked
+    assert fileio.read_regular(tmp_path / "link", follow_symlinks=True) == b"bytes\n"
+    os.symlink("fifo", tmp_path / "fifo-link")
+    assert fileio.read_regular(tmp_path / "fifo-link", follow_symlinks=True) is None
 
 
 # -- §10: patterns that make a backtracking matcher explode ------------------------------------
