@@ -46,7 +46,7 @@ from snapshotter.engine import Engine
 from snapshotter.fileio import TEMP_PREFIX
 from snapshotter.history import maintenance as gc_mod
 from snapshotter.history import state_file as state_mod
-from snapshotter.store import compaction
+from snapshotter.store import object_files
 
 RUNS = fast_and_full(8, 200)  # random-instant kills, after the pinned ones
 # (operation, file whose rename it dies just before, files the agent changes first)
@@ -234,7 +234,7 @@ def leftovers(store: Path, root: Path) -> dict[str, list[str]]:
     ]
     for dirpath, _dirs, files in os.walk(objects):
         rel = Path(dirpath).relative_to(objects)
-        if rel.name == compaction.SCRATCH:
+        if rel.name == object_files.SCRATCH:
             found["objects"].append(str(rel))
         found["objects"] += [
             str(rel / n)

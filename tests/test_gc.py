@@ -27,7 +27,9 @@ from conftest import reachable as conftest_reachable
 from snapshotter.engine import Engine
 from snapshotter.engine.maintenance import run_detached
 from snapshotter.errors import NothingToDo, StoreError
+from snapshotter.fileio import TEMP_PREFIX
 from snapshotter.git import packs as packwriter
+from snapshotter.git.pack_index import read_pack_index
 from snapshotter.history import maintenance as gc_mod
 from snapshotter.history import undo as history
 from snapshotter.history.recorder import Recorder
@@ -37,7 +39,7 @@ from snapshotter.hooks import detached_gc
 from snapshotter.hooks.builtin import SnapshotBuiltin
 from snapshotter.hooks.wire import HookInput
 from snapshotter.logfile import log_path
-from snapshotter.store import compaction
+from snapshotter.store import compaction, object_files
 from snapshotter.store import shadow as store_mod
 from snapshotter.store.shadow import Store
 
@@ -303,7 +305,7 @@ def own_pack_counts(store: Store) -> list[int]:
     """Objects in each of the store's own packs (shared ones aside), smallest first."""
     counts = []
     for idx in (objects_dir(store) / "pack").glob("pack-*.idx"):
-        index = packwriter.read_pack_index(idx)
+        index = read_pack_index(idx)
         assert index is not None, f"{idx.name}: unreadable index"
         if os.lstat(idx.with_suffix(".pack")).st_nlink == 1:
             counts.append(len(index))
@@ -688,7 +690,7 @@ def test_git_gc_prune_in_the_source_repo_does_not_break_undo(
 CHILD = r"""
 import os, pathlib, shutil, signal, sys
 from snapshotter.history import maintenance as gc
-from snapshotter.store import compaction
+from snapshotter.git import packs
 from snapshotter.engine import Engine
 from snapshotter.history.retention import Policy
 
@@ -714,7 +716,7 @@ pathlib.Path.rmdir = killing(pathlib.Path.rmdir)
 pathlib.Path.mkdir = killing(pathlib.Path.mkdir)
 print("ready", flush=True)
 if mode == "quick":  # session_end's gc: pack the loose objects only
-    compaction.LOOSE_THRESHOLD = 0
+    packs.LOOSE_PACK_AT = 0
     gc.collect(engine, budget_s=60.0, policy=Policy(None, None, None))
 else:  # a full gc; "size" with a budget that drops every session but the newest
     gc.collect(engine, policy=Policy(None, None, 1 if mode == "size" else None))
@@ -739,7 +741,7 @@ def orphans(store: Store) -> list[str]:
     return sorted(found)
 
 
-SCRATCH = compaction.SCRATCH
+SCRATCH = object_files.SCRATCH
 
 
 def plant_orphans(store: Store, tag: str) -> set[str]:
@@ -838,6 +840,23 @@ def test_gc_killed_mid_way_leaves_a_usable_store_and_no_growing_leftovers(
     undo_redo_exact(open_engine(root, data_dir), steps, complete=False, skip="side")
 
 
+def test_temp_files_of_this_and_older_versions_go_when_the_store_opens(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    root = small_repo(tmp_path / "repo")
+    store = open_engine(root, data_dir).store
+    pack = objects_dir(store) / "pack"
+    leftovers = [
+        pack / f"{TEMP_PREFIX}0123abcd.pack",  # a pack this version was writing
+        pack / "tmp_snapshotter_0123abcd.idx",  # ... and one an older version was
+        store.root / f"{TEMP_PREFIX}state",  # an atomic write cut short
+    ]
+    for path in leftovers:
+        path.write_bytes(b"half written")
+    open_engine(root, data_dir)  # a new process opens the store, under its lock
+    assert [p.name for p in leftovers if p.exists()] == [], "every leftover went"
+
+
 # -- session_end ----------------------------------------------------------------------
 
 
@@ -879,7 +898,7 @@ def test_session_end_runs_a_bounded_gc(
     write(root, "README.md", "changed in a turn the runtime never ended\n")
     engine = open_engine(root, data_dir)
     packs_before = [n for n in pack_files(engine.store) if n.endswith(".idx")]
-    assert len(loose_objects(engine.store)) >= compaction.LOOSE_THRESHOLD, (
+    assert len(loose_objects(engine.store)) >= packwriter.LOOSE_PACK_AT, (
         "the session leaves enough loose objects to be worth packing"
     )
     assert calls == [], "no gc before session_end"
@@ -933,7 +952,7 @@ def test_session_end_never_fails_when_gc_fails(
     def broken(*_args: object, **_kwargs: object) -> None:
         raise failure
 
-    monkeypatch.setattr(compaction, "remove_orphans", broken)  # gc's first step on disk
+    monkeypatch.setattr(object_files, "remove_orphans", broken)  # gc's first step on disk
 
     def inline(data: Path, worktree: Path, *, budget_s: float, policy: Policy) -> None:
         run_detached(data, str(worktree), budget_s, policy)

@@ -22,6 +22,7 @@ from snapshotter.config import stores_dir
 from snapshotter.engine import Engine
 from snapshotter.git import packs as packwriter
 from snapshotter.git.kinds import BLOB
+from snapshotter.git.loose import loose_files
 from snapshotter.history import maintenance as gc_mod
 from snapshotter.history import undo as history
 from snapshotter.history.recorder import Recorder
@@ -30,7 +31,7 @@ from snapshotter.history.state_file import load, save
 from snapshotter.hooks import detached_gc
 from snapshotter.hooks.builtin import SnapshotBuiltin
 from snapshotter.hooks.wire import HookInput
-from snapshotter.store import compaction
+from snapshotter.store import compaction, loose_packing
 from snapshotter.store import shadow as store_mod
 from snapshotter.store.shadow import Store
 
@@ -92,7 +93,7 @@ def test_gc_detached_process_really_compacts(
 ) -> None:
     root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
     engine = open_engine(root, data_dir)
-    for i in range(compaction.LOOSE_THRESHOLD + 10):
+    for i in range(packwriter.LOOSE_PACK_AT + 10):
         write(root, f"new/f{i}.txt", f"file {i}\n")
     engine.capture()
     # What session_end starts, in a real process (waited for here, never in the hook).
@@ -102,7 +103,7 @@ def test_gc_detached_process_really_compacts(
     monkeypatch.undo()
     done = subprocess.run(argv_seen[0], capture_output=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
-    assert compaction.count_loose_objects(engine.store) == 0, "the detached gc packed them"
+    assert loose_packing.count_loose_objects(engine.store) == 0, "the detached gc packed them"
 
 
 def test_gc_writes_packs_without_the_store_lock(
@@ -115,7 +116,7 @@ def test_gc_writes_packs_without_the_store_lock(
     monkeypatch.setattr(store_mod, "LOOSE_PACK_AT", 10**9)  # the loose objects wait for gc
     for turn in range(2):
         rec.turn_start()
-        for i in range(compaction.LOOSE_THRESHOLD // 20 + 1):  # ten files a capture: loose objects
+        for i in range(packwriter.LOOSE_PACK_AT // 20 + 1):  # ten files a capture: loose objects
             for j in range(10):
                 write(root, f"new/t{turn}/d{i}/f{j}.txt", f"turn {turn} file {i}/{j}\n")
             engine.capture()
@@ -137,11 +138,11 @@ def test_gc_writes_packs_without_the_store_lock(
     objects = engine.store.root / "git" / "objects"
     # How many of those captures wrote loose objects depends on timing (a batch of
     # racy files is re-hashed into a pack): top up, so the quick gc has work.
-    for n in range(compaction.LOOSE_THRESHOLD):
-        if len(compaction._all_loose(objects)) >= compaction.LOOSE_THRESHOLD:
+    for n in range(packwriter.LOOSE_PACK_AT):
+        if len(loose_files(objects)) >= packwriter.LOOSE_PACK_AT:
             break
         engine.store.put(BLOB, f"loose garbage {n}\n".encode())
-    assert len(compaction._all_loose(objects)) >= compaction.LOOSE_THRESHOLD
+    assert len(loose_files(objects)) >= packwriter.LOOSE_PACK_AT
     gc_mod.collect(engine, budget_s=2.0, policy=Policy(None, None, None))  # the quick gc
     assert calls == ["write", "copy"], f"the quick gc packed without the lock: {calls}"
     state = load(engine.store)
@@ -167,7 +168,7 @@ def test_gc_keeps_an_old_object_a_capture_names_again_while_it_packs(
     engine.capture()  # the stat cache's tree no longer holds x.txt
     if where == "packed":  # in a pack the dropping gc rewrites, not a loose object
         gc_mod.collect(engine, policy=Policy(None, None, None))
-        assert compaction.count_loose_objects(engine.store) == 0
+        assert loose_packing.count_loose_objects(engine.store) == 0
     state = load(engine.store)
     for cp in state.checkpoints:
         cp.created_at = "2000-01-01T00:00:00Z"

@@ -26,6 +26,8 @@ from conftest import make_repo, reachable, write
 
 from snapshotter.engine import Engine
 from snapshotter.git import packs as packwriter
+from snapshotter.git.loose import loose_files
+from snapshotter.git.pack_index import read_pack_index
 from snapshotter.history import maintenance as gc_mod
 from snapshotter.history import undo as history
 from snapshotter.history.recorder import Recorder
@@ -68,7 +70,7 @@ def pack_inodes(store: Store) -> dict[str, int]:
 
 
 def pack_ids(store: Store, name: str) -> set[bytes]:
-    index = packwriter.read_pack_index(objects_dir(store) / "pack" / f"{name}.idx")
+    index = read_pack_index(objects_dir(store) / "pack" / f"{name}.idx")
     assert index is not None, f"{name}: unreadable index"
     return index.names()
 
@@ -79,7 +81,7 @@ def own_pack_counts(store: Store) -> list[int]:
 
 
 def loose_ids(store: Store) -> set[bytes]:
-    found = compaction._all_loose(objects_dir(store))
+    found = loose_files(objects_dir(store))
     assert all(p.stat().st_nlink == 1 for p in found), "no loose object is shared with the source"
     return {bytes.fromhex(p.parent.name + p.name) for p in found}
 

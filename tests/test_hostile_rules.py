@@ -26,7 +26,8 @@ from typing import Any
 import pytest
 from conftest import git, write
 
-from snapshotter.git import ignore
+from snapshotter import fileio
+from snapshotter.git import rule_files, wildmatch
 from snapshotter.git.worktree import find_worktree
 from snapshotter.store.walk import scan
 
@@ -143,10 +144,25 @@ def test_fifo_dot_git_in_the_hook_directory_does_not_hang(repo: Path, data_dir: 
 
 def test_fifo_rule_file_reads_as_absent(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "rules")
-    assert ignore.read_rule_file(tmp_path / "rules") == (None, True), (
+    assert rule_files.read_rule_file(tmp_path / "rules") == (None, True), (
         "a FIFO is opened without blocking and not read"
     )
-    assert ignore.read_lines(tmp_path / "missing") is None
+    assert rule_files.read_lines(tmp_path / "missing") is None
+
+
+def test_the_safe_read_takes_regular_files_only(tmp_path: Path) -> None:
+    """fileio.read_regular, which every reader of a file it did not write goes through."""
+    os.mkfifo(tmp_path / "fifo")
+    write(tmp_path, "file", "bytes\n")
+    os.symlink("file", tmp_path / "link")
+    assert fileio.read_regular(tmp_path / "fifo") is None, "opened without blocking, not read"
+    assert fileio.read_regular(tmp_path / "file") == b"bytes\n"
+    assert fileio.read_regular(tmp_path / "file", max_size=5) is None, "over the limit"
+    with pytest.raises(OSError):
+        fileio.read_regular(tmp_path / "link")  # never through a link, unless asked
+    assert fileio.read_regular(tmp_path / "link", follow_symlinks=True) == b"bytes\n"
+    os.symlink("fifo", tmp_path / "fifo-link")
+    assert fileio.read_regular(tmp_path / "fifo-link", follow_symlinks=True) is None
 
 
 # -- §10: patterns that make a backtracking matcher explode ------------------------------------
@@ -216,17 +232,17 @@ def test_automaton_and_regex_agree_on_every_conformance_pattern() -> None:
         ln
         for case in CASES
         for text in case.ignores.values()
-        for ln in ignore.parse_lines(text.encode() if isinstance(text, str) else text)
+        for ln in rule_files.parse_lines(text.encode() if isinstance(text, str) else text)
     ]
     lines += [line.encode() for line in HOSTILE + HOSTILE_STARSTAR]
     checked = 0
     for line in lines:
         for icase in (False, True):
-            pattern = ignore.compile_pattern(line, icase)
+            pattern = wildmatch.compile_pattern(line, icase)
             if not pattern.tokens:
                 continue
-            regex = ignore._regex(pattern.tokens)
-            automaton = ignore._automaton(pattern.tokens)
+            regex = wildmatch._regex(pattern.tokens)
+            automaton = wildmatch._automaton(pattern.tokens)
             for subject in subjects:
                 subject = subject.lower() if icase else subject
                 assert (regex.fullmatch(subject) is not None) == automaton(subject), (
@@ -299,14 +315,14 @@ def test_a_path_tries_only_the_rules_that_can_match(
     for rel in files:
         write(root, rel, "x\n")
     tried = 0
-    original = ignore.Pattern.matches
+    original = wildmatch.Pattern.matches
 
-    def counting(self: ignore.Pattern, subject: bytes) -> bool:
+    def counting(self: wildmatch.Pattern, subject: bytes) -> bool:
         nonlocal tried
         tried += 1
         return original(self, subject)
 
-    monkeypatch.setattr(ignore.Pattern, "matches", counting)
+    monkeypatch.setattr(wildmatch.Pattern, "matches", counting)
     walked = captured(root)
     paths = len(files) + 2 * len({rel.split("/")[0] for rel in files})  # files and dirs
     assert walked, "the walk should keep some files"

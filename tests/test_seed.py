@@ -24,11 +24,12 @@ from snapshotter.engine import Engine
 from snapshotter.git import index as gitindex
 from snapshotter.git import packs as packwriter
 from snapshotter.git.kinds import git_mode
+from snapshotter.git.pack_index import read_pack_index
 from snapshotter.history import maintenance as gc_mod
 from snapshotter.history import undo as history
 from snapshotter.history.recorder import Recorder
 from snapshotter.history.state_file import load
-from snapshotter.store import compaction
+from snapshotter.store import object_links
 from snapshotter.store import seeding as seed_mod
 from snapshotter.store import stat_cache as manifest_io
 from snapshotter.store.shadow import BULK_MIN_FILES, Store
@@ -126,7 +127,7 @@ def object_ids(store: Store) -> tuple[set[str], set[str]]:
         if path.parent.parent == objects and len(path.parent.name) == 2:
             ids, is_shared = {path.parent.name + path.name}, path.stat().st_nlink > 1
         elif path.parent.name == "pack" and path.suffix == ".idx":
-            index = packwriter.read_pack_index(path)
+            index = read_pack_index(path)
             assert index is not None, f"{path} is a pack index we read"
             ids = {oid.hex() for oid in index.names()}
             is_shared = path.with_suffix(".pack").stat().st_nlink > 1
@@ -311,16 +312,17 @@ def test_a_racily_clean_entry_is_hashed_from_the_file(
     # stat data, and was written in the same instant the file was modified:
     # git would re-read the file, not believe the entry.
     lie_in_index(root, rel, other_oid)
-    os.utime(root / ".git" / "index", ns=(later, later))
-
-    entries = gitindex.read_entries((root / ".git" / "index").read_bytes())
-    assert entries is not None
+    index = root / ".git" / "index"
     stale = {rel: stat_of(target)}
-    racy = seed_mod.trusted_ids(entries, later // 10**9, stale)
-    fooled = seed_mod.trusted_ids(entries, later // 10**9 + 1, stale)
-    assert racy == {} and fooled == {rel: bytes.fromhex(other_oid)}, (
+    os.utime(index, ns=(later + 10**9, later + 10**9))  # a second later: not racy
+    fooled = seed_mod.candidates(index, stale)
+    os.utime(index, ns=(later, later))
+    racy = seed_mod.candidates(index, stale)
+    assert fooled is not None and fooled.trusted == {rel: bytes.fromhex(other_oid)}
+    assert racy is not None and racy.trusted == {}, (
         "only the racy rule stands between this index and a wrong blob"
     )
+    assert racy.racy == {rel: bytes.fromhex(other_oid)}, "left to be verified by hashing"
 
     engine = open_engine(root, data_dir)
     tree = engine.capture().tree
@@ -348,11 +350,12 @@ def test_a_fresh_commit_is_seeded_after_hashing_not_compressing(
     changed = bytes(b ^ 1 for b in target.read_bytes())  # same size, same mtime, other bytes
     target.write_bytes(changed)
     os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
-    entries = gitindex.read_entries(index_file(root).read_bytes())
-    assert entries is not None
+    assert os.stat(index_file(root)).st_mtime_ns // 10**9 == index_s
     everything = {p: stat_of(root / p) for p in source_files()}
-    assert seed_mod.trusted_ids(entries, index_s, everything) == {}, "all racily clean"
-    assert len(seed_mod.racy_ids(entries, index_s, everything)) == FILES - 1, "all but the edit"
+    found = seed_mod.candidates(index_file(root), everything)
+    assert found is not None
+    assert found.trusted == {}, "all racily clean"
+    assert len(found.racy) == FILES - 1, "all but the edit"
 
     engine = open_engine(root, data_dir)
     tree = engine.capture().tree
@@ -388,7 +391,9 @@ def test_flagged_entries_are_never_trusted(tmp_path: Path) -> None:
     assert plain.oid.hex() == git(root, "rev-parse", f":{plain.path}").strip()
 
     stale = {str(p.relative_to(root)): stat_of(p) for p in worktree_files(root)}
-    trusted = seed_mod.trusted_ids(entries, os.stat(index).st_mtime_ns // 10**9, stale)
+    found = seed_mod.candidates(index, stale)
+    assert found is not None
+    trusted = found.trusted
     assert not {"new.txt", "src/d0/f0.txt", "src/d1/f1.txt"} & set(trusted)
     assert len(trusted) == FILES - 2, "every plain entry is trusted"
 
@@ -473,11 +478,9 @@ def test_a_conversion_from_an_old_config_is_caught_by_the_blob_size(
     age(root, time.time_ns() - 60 * 10**9)
     git(root, "-c", "core.autocrlf=true", "add", "-A")  # autocrlf on then, off now
     git(root, "commit", "-q", "-m", "initial")
-    entries = gitindex.read_entries((root / ".git" / "index").read_bytes())
-    assert entries is not None
-    stamp = os.stat(root / ".git" / "index").st_mtime_ns // 10**9
     stale = {"crlf.txt": stat_of(root / "crlf.txt")}
-    assert "crlf.txt" in seed_mod.trusted_ids(entries, stamp, stale), "the stat data matches"
+    found = seed_mod.candidates(root / ".git" / "index", stale)
+    assert found is not None and "crlf.txt" in found.trusted, "the stat data matches"
 
     engine = open_engine(root, data_dir)
     tree = engine.capture().tree
@@ -549,7 +552,7 @@ def test_gc_keeps_shared_packs_as_they_are_until_the_source_drops_them(
 ) -> None:
     root = committed(tmp_path / "repo", packed=True)
     src_pack = next((root / ".git" / "objects" / "pack").glob("pack-*.pack"))
-    src_ids = packwriter.read_pack_index(src_pack.with_suffix(".idx"))
+    src_ids = read_pack_index(src_pack.with_suffix(".idx"))
     assert src_ids is not None
     engine = open_engine(root, data_dir)
     rec = Recorder(engine, "s")
@@ -564,7 +567,7 @@ def test_gc_keeps_shared_packs_as_they_are_until_the_source_drops_them(
     own = [p for p in pack_dir.glob("pack-*.idx") if p.name != src_pack.with_suffix(".idx").name]
     assert own, "the store's own objects are packed"
     for idx in own:
-        own_ids = packwriter.read_pack_index(idx)
+        own_ids = read_pack_index(idx)
         assert own_ids is not None and not own_ids.names() & src_ids.names(), (
             "no shared object is copied into our packs"
         )
@@ -597,7 +600,7 @@ def test_gc_leaves_shared_loose_objects_alone(
     before = {p: p.stat().st_ino for p in shared(engine.store)}
     assert len(before) == FILES, "every blob is a shared loose object"
 
-    monkeypatch.setattr(compaction, "LOOSE_THRESHOLD", 1)  # one loose object of ours would do
+    monkeypatch.setattr(packwriter, "LOOSE_PACK_AT", 1)  # one loose object of ours would do
     light = gc_mod.collect_store(engine.store, budget_s=30.0)
     assert light.objects_kept == 0, "the quick pass packs no shared object"
     assert {p: p.stat().st_ino for p in shared(engine.store)} == before, "nor deletes one"
@@ -630,7 +633,7 @@ def test_loose_objects_the_source_packed_since_can_be_shared_again(
 
     objects = engine.store.root / "git" / "objects"
     ours = {p.parent.name + p.name for p in objects.glob("??/*")}
-    held = seed_mod.link_packs(
+    held = object_links.link_packs(
         root / ".git" / "objects", objects, {bytes.fromhex(oid) for oid in ours}
     )
     assert {oid.hex() for oid in held} == ours, "the source's new pack holds every one"
@@ -647,17 +650,23 @@ def test_loose_objects_the_source_packed_since_can_be_shared_again(
 def test_pack_index_lists_what_git_says(tmp_path: Path) -> None:
     root = committed(tmp_path / "repo", packed=True)
     idx = next((root / ".git" / "objects" / "pack").glob("pack-*.idx"))
-    index = packwriter.read_pack_index(idx)
+    index = read_pack_index(idx)
     assert index is not None
     shown = subprocess.run(
         ["git", "show-index"], stdin=idx.open("rb"), capture_output=True, check=True, text=True
     ).stdout
     names = {bytes.fromhex(line.split()[1]) for line in shown.splitlines()}
     assert index.names() == names and len(index) == len(names)
+    tables = read_pack_index(idx, tables=True)
+    assert tables is not None and [
+        f"{offset} {oid.hex()} ({crc:08x})" for offset, oid, crc in tables.entries()
+    ] == sorted(shown.splitlines(), key=lambda line: int(line.split()[0])), (
+        "each object's offset and CRC as git shows them"
+    )
     assert all(n in index for n in names)
     absent = {b"\0" * 20, b"\xff" * 20, hashlib.sha1(b"absent").digest()}
     assert not any(n in index for n in absent)
     few = set(list(names)[:3])
     assert index.find(few | absent) == few and index.find(names | absent) == names
     (tmp_path / "v1.idx").write_bytes(b"\0" * 2000)
-    assert packwriter.read_pack_index(tmp_path / "v1.idx") is None
+    assert read_pack_index(tmp_path / "v1.idx") is None

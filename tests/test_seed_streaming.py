@@ -3,7 +3,7 @@
 At 500k files a first capture peaked at 2.3 GB: libgit2 mapped the whole
 1.7 GB source pack to read the headers of the seeded blobs, and the source
 index was held as a list of 500k entries. Object headers are now read with
-``pread`` (packs.read_headers) and the index is parsed as it is iterated
+``pread`` (pack_headers.read_headers) and the index is parsed as it is iterated
 (index.iter_split_entries). git and libgit2 are the oracles here.
 """
 
@@ -19,9 +19,10 @@ from conftest import git, make_repo, write
 
 from snapshotter.engine import Engine
 from snapshotter.git import index as gitindex
-from snapshotter.git import packs as packwriter
+from snapshotter.git import pack_headers
 from snapshotter.git.objects import ObjectDB
-from snapshotter.store import seeding as seed_mod
+from snapshotter.git.pack_index import read_pack_index
+from snapshotter.store import object_links, seeded_blobs
 
 FILES = 90
 
@@ -49,10 +50,10 @@ def packed_repo(root: Path, *, ofs_delta: bool) -> Path:
 
 
 def read_headers(pack_dir: Path, wanted: set[bytes]) -> dict[bytes, tuple[int, int]]:
-    """packs.read_headers as (type, size) per id found."""
-    headers = dict.fromkeys(wanted, packwriter.UNKNOWN)
-    packwriter.read_headers(pack_dir, headers)
-    return {oid: (v & 7, v >> 3) for oid, v in headers.items() if v != packwriter.UNKNOWN}
+    """pack_headers.read_headers as (type, size) per id found."""
+    headers = dict.fromkeys(wanted, pack_headers.UNKNOWN)
+    pack_headers.read_headers(pack_dir, headers)
+    return {oid: (v & 7, v >> 3) for oid, v in headers.items() if v != pack_headers.UNKNOWN}
 
 
 def libgit2_headers(root: Path, oids: set[bytes]) -> dict[bytes, tuple[int, int]]:
@@ -81,7 +82,7 @@ def test_pack_headers_are_libgit2s(tmp_path: Path, ofs_delta: bool) -> None:
     pack_dir = root / ".git" / "objects" / "pack"
     (pack,) = pack_dir.glob("pack-*.pack")
     assert {"delta", "blob", "tree", "commit"} <= pack_entry_kinds(pack), "deltas of every kind"
-    index = packwriter.read_pack_index(pack.with_suffix(".idx"))
+    index = read_pack_index(pack.with_suffix(".idx"))
     assert index is not None
     names = index.names()
     absent = {b"\0" * 20, b"\x42" * 20}
@@ -96,14 +97,15 @@ def test_pack_headers_reads_a_few_far_apart_and_skips_what_it_cannot_read(
     root = packed_repo(tmp_path / "repo", ofs_delta=True)
     pack_dir = root / ".git" / "objects" / "pack"
     (idx,) = pack_dir.glob("pack-*.idx")
-    index = packwriter.read_pack_index(idx, offsets=True)
+    index = read_pack_index(idx, tables=True)
     assert index is not None
+    offsets = index.offsets()
     few = {index.name(0), index.name(len(index) // 2), index.name(len(index) - 1)}
     assert read_headers(pack_dir, few) == libgit2_headers(root, few)
 
     # A damaged entry is not reported (libgit2 is asked instead), never misread.
-    victim = max(index.names(), key=lambda oid: index.offset(index.position(oid) or 0))
-    at = index.offset(index.position(victim) or 0)
+    victim = max(index.names(), key=lambda oid: offsets[index.position(oid) or 0])
+    at = offsets[index.position(victim) or 0]
     pack = idx.with_suffix(".pack")
     os.chmod(pack, 0o644)
     with open(pack, "r+b") as f:
@@ -116,12 +118,10 @@ def test_pack_headers_reads_a_few_far_apart_and_skips_what_it_cannot_read(
 def test_a_seeded_first_capture_reads_big_packs_without_libgit2(
     tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch, big: bool
 ) -> None:
-    """Past seeding.MAP_MAX_BYTES of packs, headers are read with pread (libgit2 maps
+    """Past seeded_blobs.MAP_MAX_BYTES of packs, headers are read with pread (libgit2 maps
     what it reads, 16.5); below it libgit2 reads them, faster (16.1). Same snapshot."""
-    from snapshotter.store import seeding
-
     if big:
-        monkeypatch.setattr(seeding, "MAP_MAX_BYTES", 0)
+        monkeypatch.setattr(seeded_blobs, "MAP_MAX_BYTES", 0)
     root = packed_repo(tmp_path / "repo", ofs_delta=True)
     index_s = os.stat(root / ".git" / "index").st_mtime_ns // 10**9
     for path in root.rglob("*"):
@@ -155,12 +155,12 @@ def test_a_blob_of_another_size_is_not_seeded(tmp_path: Path, data_dir: Path) ->
     ids = {"src/d0/f0.txt": bytes.fromhex(git(root, "rev-parse", ":src/d0/f0.txt").strip())}
     store_git = tmp_path / "store"
     pygit2.init_repository(str(store_git), bare=True)
-    seed_mod.link_objects(root / ".git" / "objects", store_git / "objects", set(ids.values()))
+    object_links.link_objects(root / ".git" / "objects", store_git / "objects", set(ids.values()))
     size = (root / "src/d0/f0.txt").stat().st_size
     right = {"src/d0/f0.txt": (0o100644, size, 1, 1, 1)}
     wrong = {"src/d0/f0.txt": (0o100644, size + 1, 1, 1, 1)}
-    assert seed_mod._present(store_git, dict(ids), right) == ids
-    assert seed_mod._present(store_git, dict(ids), wrong) == {}
+    assert seeded_blobs.present_as_blobs(store_git, dict(ids), right) == ids
+    assert seeded_blobs.present_as_blobs(store_git, dict(ids), wrong) == {}
 
 
 # -- the index, parsed as iterated ------------------------------------------------

@@ -17,6 +17,7 @@ import pygit2
 from conftest import git, write
 
 from snapshotter.git import index as gitindex
+from snapshotter.git import tracked
 from snapshotter.logfile import log_path
 
 # Enough files that a first capture takes the bulk path, which seeds from the source index.
@@ -81,7 +82,7 @@ def test_index_parser_reads_32_byte_ids_as_git_lists_them(tmp_path: Path) -> Non
     git(root, "update-index", "--index-version", "4")
     for version in ("4", "2"):
         git(root, "update-index", "--index-version", version)
-        modes = gitindex.tracked_modes(root / ".git" / "index", oid_size=32)
+        modes = tracked.tracked_modes(root / ".git" / "index", oid_size=32)
         assert modes is not None and set(modes) == set(git(root, "ls-files").split()), version
         entries = gitindex.read_entries((root / ".git" / "index").read_bytes(), oid_size=32)
         assert entries is not None

@@ -16,7 +16,7 @@ import pytest
 from builders import hook_ok
 from conftest import git, make_repo, write
 
-from snapshotter.git import index as gitindex
+from snapshotter.git import tracked
 
 
 def hook(data_dir: Path, **event: str) -> None:
@@ -76,7 +76,7 @@ def test_split_index_with_deletions_replacements_and_additions_matches_git(
 
     expected = oracle(root)
     assert "vendor/lib.txt" in expected and "src/m10.txt" not in expected
-    assert gitindex.tracked_modes(index) == expected, "tracked paths and modes as git lists them"
+    assert tracked.tracked_modes(index) == expected, "tracked paths and modes as git lists them"
 
 
 @pytest.mark.parametrize("version", ["2", "3", "4"])
@@ -86,7 +86,7 @@ def test_every_index_version_of_a_split_index_matches_git(tmp_path: Path, versio
     git(root, "update-index", "--skip-worktree", "src/m05.txt")  # extended flags (v3+)
     write(root, "src/m20.txt", "edited\n")
     git(root, "add", "src/m20.txt")
-    assert gitindex.tracked_modes(root / ".git" / "index") == oracle(root)
+    assert tracked.tracked_modes(root / ".git" / "index") == oracle(root)
 
 
 def test_an_agents_overwrite_of_a_tracked_ignored_file_is_in_a_checkpoint(

@@ -19,6 +19,7 @@ from snapshotter.engine import Engine
 from snapshotter.errors import TooManyFiles
 from snapshotter.git import index as gitindex
 from snapshotter.git import packs as packwriter
+from snapshotter.git import tracked
 from snapshotter.git import trees as treebuild
 from snapshotter.git.kinds import BLOB, EMPTY_TREE
 from snapshotter.history.undo import undo_last
@@ -92,11 +93,11 @@ def test_source_index_reader_matches_libgit2(tmp_path: Path, version: str) -> No
 def test_source_index_cache_follows_the_index(tmp_path: Path) -> None:
     root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
     cache = tmp_path / "cache"
-    assert set(gitindex.tracked_modes(root / ".git" / "index", cache) or {}) == {"a.txt"}
+    assert set(tracked.tracked_modes(root / ".git" / "index", cache) or {}) == {"a.txt"}
     assert cache.exists(), "the parsed index is cached"
     write(root, "b.txt", "b\n")
     git(root, "add", "b.txt")
-    assert set(gitindex.tracked_modes(root / ".git" / "index", cache) or {}) == {"a.txt", "b.txt"}
+    assert set(tracked.tracked_modes(root / ".git" / "index", cache) or {}) == {"a.txt", "b.txt"}
 
 
 def test_bulk_first_capture_equals_git_tree_and_packs(tmp_path: Path, data_dir: Path) -> None:

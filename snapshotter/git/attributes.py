@@ -8,7 +8,7 @@ builtin macro ``binary`` (``-diff -merge -text``). For each attribute the
 most specific source with a matching line decides, and inside one source
 the last matching line; inside one line, the last mention.
 
-A line is a pattern (matched as in ``.gitignore``, by ``ignore.py``: without
+A line is a pattern (matched as in ``.gitignore``, by ``wildmatch.py``: without
 a slash against the name, else against the path below the file's
 directory; ``!`` patterns are not allowed; ``dir/`` matches only
 directories) or ``[attr]name`` defining a macro (top-level files only),
@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
-from snapshotter.git.ignore import Pattern, compile_pattern
+from snapshotter.git.wildmatch import Pattern, compile_pattern
 
 State = bool | str | None  # True: set, False: unset (-a), None: unspecified (!a), or a value
 _BLANK = b" \t\r\n"

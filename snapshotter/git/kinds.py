@@ -13,8 +13,13 @@ from typing import NamedTuple, NewType
 
 ObjectId = NewType("ObjectId", bytes)
 
-TREE = 2  # git's object type numbers, as packs and libgit2 use them
+COMMIT = 1  # git's object type numbers, as packs and libgit2 use them
+TREE = 2
 BLOB = 3
+TAG = 4
+OFS_DELTA, REF_DELTA = 6, 7  # a pack entry stored as a delta against another object
+# The name each type has in an object's ``<name> <size>\0`` header (loose objects, ids).
+KIND_NAMES = {COMMIT: b"commit", TREE: b"tree", BLOB: b"blob", TAG: b"tag"}
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 MODE_TREE = 0o40000

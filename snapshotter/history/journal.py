@@ -33,7 +33,7 @@ from snapshotter.errors import (
     StoreError,
     WorktreeWriteFailed,
 )
-from snapshotter.fileio import TEMP_PREFIX
+from snapshotter.fileio import temp_name
 from snapshotter.history.records import JournalOp, Restoring, State
 from snapshotter.history.state_file import STATE_FILE, load, parse, save
 from snapshotter.store import restore as restore_mod
@@ -59,10 +59,8 @@ def run(
     operation: a failure or Ctrl-C after the journal is saved rolls the
     worktree back and reinstates them (RestoreFailed, RestoreCancelled).
     """
-    import secrets
-
     before = _document(store)
-    temps = {rel: f"{TEMP_PREFIX}{secrets.token_hex(6)}" for _t, paths in steps for rel in paths}
+    temps = {rel: temp_name() for _t, paths in steps for rel in paths}
     journal = Restoring(
         safety=safety, steps=steps, temps=temps, op=op, checkpoints=list(checkpoints)
     )

@@ -23,7 +23,7 @@ from snapshotter.history.retention import (
     oldest_droppable,
 )
 from snapshotter.history.state_file import load, save
-from snapshotter.store import compaction, stat_cache
+from snapshotter.store import compaction, object_files, orphan_stores, stat_cache
 from snapshotter.store.compaction import Compaction
 from snapshotter.store.shadow import Store
 from snapshotter.store.workspace import Workspace
@@ -79,11 +79,11 @@ def _collect(
 ) -> GcReport:
     objects = store.root / "git" / "objects"
     with store.locked():  # a short hold: read, apply retention, write the records
-        compaction.remove_orphans(objects)
+        object_files.remove_orphans(objects)
         if not dry_run:
-            compaction.remove_stale_work(store)
+            object_files.remove_stale_work(store.root)
         state = load(store)
-        report = GcReport(str(store.root), bytes_before=compaction.size(objects))
+        report = GcReport(str(store.root), bytes_before=object_files.size(objects))
         report.dropped = apply_age_and_count(state, policy)
         if report.dropped.checkpoints and not dry_run:
             save(store, state)  # records go before the objects they named
@@ -136,9 +136,9 @@ def _live_trees(store: Store, state: State) -> set[str]:
 
 
 def drop_orphans(data_dir: Path, max_age_days: float, *, dry_run: bool = False) -> list[Path]:
-    """Stores whose worktree is gone, idle ``max_age_days`` (compaction.drop_orphan_stores),
+    """Stores whose worktree is gone, idle ``max_age_days`` (orphan_stores.drop_orphan_stores),
     and the session records idle as long."""
-    dropped = compaction.drop_orphan_stores(data_dir, max_age_days, dry_run=dry_run)
+    dropped = orphan_stores.drop_orphan_stores(data_dir, max_age_days, dry_run=dry_run)
     if not dry_run:  # where each session works: idle records go with the same age
         sessions.forget_older_than(data_dir, max_age_days * 86400, time.time())
     return dropped

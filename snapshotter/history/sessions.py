@@ -13,10 +13,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import secrets
 from pathlib import Path
 
 from snapshotter.config import sessions_dir
+from snapshotter.fileio import temp_name
 
 
 def kept_dir(data_dir: Path, session_id: str) -> str | None:
@@ -47,7 +47,7 @@ def claim(data_dir: Path, session_id: str, directory: str) -> str:
     body = json.dumps({"session_id": session_id, "dir": directory}).encode()  # ASCII
     try:
         record.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        tmp = record.with_name(f".{record.name}.{secrets.token_hex(6)}")
+        tmp = record.with_name(temp_name())
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as f:
             f.write(body)

@@ -13,6 +13,7 @@ import stat
 from dataclasses import replace
 from pathlib import Path
 
+from snapshotter.fileio import lstat_within
 from snapshotter.history.records import Change, Mark
 from snapshotter.store.shadow import Capture, Store
 from snapshotter.store.tree_rules import TreeRules
@@ -86,12 +87,7 @@ def _self_and_parents(rel: str) -> list[str]:
 
 def _lstat_within(root: Path, rel: str) -> os.stat_result | None:
     """``lstat`` of ``rel`` reached through real directories only; None if not there."""
-    current = root
     try:
-        for part in rel.split("/")[:-1]:
-            current = current / part
-            if not stat.S_ISDIR(os.lstat(current).st_mode):
-                return None
-        return os.lstat(root / rel)
+        return lstat_within(root, rel)
     except OSError:
         return None

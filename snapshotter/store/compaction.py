@@ -41,9 +41,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import re
 import shutil
-import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -52,15 +50,21 @@ from typing import Protocol
 
 from snapshotter.errors import StoreError
 from snapshotter.git import packs as packwriter
+from snapshotter.git.loose import loose_id
 from snapshotter.git.objects import ObjectDB, ObjectError
-from snapshotter.git.packs import PACK_FILE, clean_pack_dir
-from snapshotter.store.layout import all_store_roots, file_lock
+from snapshotter.git.pack_index import read_pack_index
+from snapshotter.store.layout import file_lock
+from snapshotter.store.object_files import (
+    Shared,
+    drop_loose,
+    move_in,
+    own_loose_objects,
+    own_pack_indexes,
+    shared_files,
+    size,
+    work_dir,
+)
 
-_LOOSE_DIR = re.compile(r"^[0-9a-f]{2}$")
-# A bounded (session_end) gc leaves the store alone unless retention dropped
-# something, the store is over its size budget, there are LOOSE_THRESHOLD
-# loose objects, or the geometric rule would roll packs up.
-LOOSE_THRESHOLD = packwriter.LOOSE_PACK_AT
 # A pack is rewritten (its live objects copied) once this share of its bytes
 # is unreachable: at most about a third more than its live bytes is kept, and
 # each byte copied frees at least a third of a byte.
@@ -69,8 +73,6 @@ GARBAGE_SHARE = 0.25
 # and the new objects together: each object is copied about log2(store / new)
 # times in its life, and a store of N objects has at most about log2(N) packs.
 GEOMETRIC = 2
-SCRATCH = "gc-scratch"  # in objects/pack: only where older versions left it
-WORK = "gc-work"  # in the store root: packs being written without the store lock
 
 
 class StoreLike(Protocol):
@@ -154,7 +156,7 @@ class _Plan:
     trees: set[str]
     packs: list[_Pack]
     loose: list[Path]
-    shared: list[_Shared]
+    shared: list[Shared]
 
 
 @dataclass
@@ -163,7 +165,7 @@ class _Job:
 
     packs: list[_Pack]  # their live objects copied, then deleted
     loose: list[Path]  # the store's own loose objects: the live ones written, all deleted
-    unused: list[_Shared]  # shared files holding nothing live: our name goes
+    unused: list[Shared]  # shared files holding nothing live: our name goes
     wanted: set[bytes]  # live ids to write: held by no pack or shared file that stays
 
     @property
@@ -175,38 +177,34 @@ def read_plan(store: StoreLike, trees: set[str]) -> _Plan:
     """What a pass works from: the live trees given (read under the store lock) and the
     store's packs, loose objects and shared files."""
     objects = store.root / "git" / "objects"
-    return _Plan(trees, _own_packs(objects), _loose_objects(objects), _shared_files(objects))
+    return _Plan(trees, _own_packs(objects), own_loose_objects(objects), shared_files(objects))
 
 
 def _own_packs(objects: Path) -> list[_Pack]:
     """The packs only the store holds, with a readable index (any other stays as it is)."""
-    pack_dir = objects / "pack"
-    names = sorted(os.listdir(pack_dir)) if pack_dir.is_dir() else []
     found = []
-    for name in names:
-        stem, _, ext = name.rpartition(".")
-        if ext != "idx" or not PACK_FILE.match(name) or _is_shared(pack_dir / f"{stem}.pack"):
-            continue
-        entries = packwriter.read_pack_entries(pack_dir / name)
+    for idx, files in own_pack_indexes(objects / "pack"):
+        index = read_pack_index(idx, tables=True)
         try:
-            size = os.stat(pack_dir / f"{stem}.pack").st_size
+            size = os.stat(idx.with_suffix(".pack")).st_size
         except OSError:
             continue
-        if entries is None or not entries:
+        if index is None or not len(index):
             continue
-        files = [pack_dir / name] + [
-            pack_dir / n
-            for n in names
-            if n != name and n.rpartition(".")[0] == stem and PACK_FILE.match(n)
-        ]
-        found.append(_Pack(files, entries, size))
+        found.append(_Pack(files, index.entries(), size))
     return found
 
 
 def idle_reason(plan: _Plan) -> str:
-    """Why a bounded gc can leave the store as it is; "" when there is work worth doing."""
+    """Why a bounded gc can leave the store as it is; "" when there is work worth doing.
+
+    A bounded (session_end) gc leaves the store alone unless retention dropped
+    something, the store is over its size budget (both the caller's to know),
+    there are ``packs.LOOSE_PACK_AT`` loose objects, or the geometric rule
+    would roll packs up.
+    """
     counts = sorted(len(p.entries) for p in plan.packs)
-    if len(plan.loose) >= LOOSE_THRESHOLD or _rolled(counts, 0):
+    if len(plan.loose) >= packwriter.LOOSE_PACK_AT or _rolled(counts, 0):
         return ""
     return f"only {len(plan.loose)} loose objects, and {len(counts)} packs in proportion"
 
@@ -236,7 +234,7 @@ def _job(plan: _Plan, live: set[bytes], share: float) -> _Job:
     shared = set().union(*(s.ids & live for s in plan.shared))
     mine = live - shared if shared else live
     garbage = [p for p in plan.packs if p.dead_bytes(mine) > share * p.size]
-    loose_ids = {_loose_id(path) for path in plan.loose}
+    loose_ids = {loose_id(path) for path in plan.loose}
     new = len(loose_ids & mine) + sum(len(p.ids & mine) for p in garbage)
     rest = sorted((p for p in plan.packs if p not in garbage), key=lambda p: len(p.entries))
     packs = garbage + rest[: _rolled([len(p.entries) for p in rest], new)]
@@ -255,7 +253,7 @@ def _freed_estimate(job: _Job, live: set[bytes]) -> int:
     total = sum(pack.dead_bytes(live) for pack in job.packs)
     for path in job.loose:
         with contextlib.suppress(OSError):
-            total += 0 if _loose_id(path) in live else path.stat().st_size
+            total += 0 if loose_id(path) in live else path.stat().st_size
     return total
 
 
@@ -286,11 +284,11 @@ def compact_pass(
         report.reason = report.reason or "nothing new to pack"
         report.bytes_after = size(objects)
         return
-    work = _work_dir(store)
+    work = work_dir(store.root)
     try:
         report.objects_written += _write_pack(store, job, work)
         with store.locked():
-            new_names = _move_in(work, objects / "pack")
+            new_names = move_in(work, objects / "pack")
             keep = _still_needed(store, plan, job, alive, live)
             _delete_old(job, keep, new_names)
     finally:
@@ -298,30 +296,6 @@ def compact_pass(
     report.packs_rewritten += len(job.packs)
     store.reopen()
     report.bytes_after = size(objects)
-
-
-def _work_dir(store: StoreLike) -> Path:
-    """A fresh scratch directory of this writer's own: a capture packing its loose
-    objects (under the store lock) and a gc writing (without it) never share one."""
-    import tempfile
-
-    return Path(tempfile.mkdtemp(prefix=f"{WORK}-", dir=store.root))
-
-
-def remove_stale_work(store: StoreLike) -> None:
-    """Scratch directories of killed writers; only under both the gc and the store
-    lock, when no other writer can be using one."""
-    for path in store.root.glob(f"{WORK}-*"):
-        shutil.rmtree(path, ignore_errors=True)
-
-
-def _move_in(work: Path, pack_dir: Path) -> set[str]:
-    """The written pack into ``objects/pack``, ``.pack`` before ``.idx`` (which makes it
-    visible); a pack identical to an old one is recognised by name, never deleted."""
-    names = {p.name for p in work.iterdir() if PACK_FILE.match(p.name)}
-    for name in sorted(names, key=lambda n: n.endswith(".idx")):
-        os.replace(work / name, pack_dir / name)
-    return names
 
 
 def _still_needed(
@@ -337,7 +311,7 @@ def _still_needed(
     if not fresh:
         return set()
     needed = _live_objects(store, fresh, known=packed)
-    keep = {path for path in job.loose if _loose_id(path) in needed}
+    keep = {path for path in job.loose if loose_id(path) in needed}
     for pack in job.packs:
         if needed & pack.ids:
             keep.update(pack.files)
@@ -366,60 +340,18 @@ def _delete_old(job: _Job, keep: set[Path], new_names: set[str]) -> None:
         for s in job.unused
         if s.files[0].parent.name != "pack" and s.files[0] not in keep
     ]
-    _drop_loose(loose)
-
-
-def _drop_loose(loose: list[Path]) -> None:
-    """Delete loose objects (already packed) and the fan-out dirs left empty."""
-    for path in loose:
-        path.unlink(missing_ok=True)
-    for sub in {p.parent for p in loose}:
-        with contextlib.suppress(OSError):
-            sub.rmdir()
-
-
-def _pack_loose(store: StoreLike, loose: list[Path]) -> int:
-    """Loose objects (live or not) into one new pack; older packs stay. Returns the count.
-
-    Written by ``packwriter`` (no delta search, fast zlib), without the store
-    lock: loose objects never change. The pack is moved in, and the loose
-    copies deleted, under it.
-    """
-    objects = store.root / "git" / "objects"
-
-    def read() -> Iterator[tuple[bytes, int, bytes]]:
-        for path in sorted(loose):
-            oid = _loose_id(path)
-            yield oid, *store.objects.read(oid)
-
-    work = _work_dir(store)
-    try:
-        try:
-            written = packwriter.write_pack(work, read())
-        except (ObjectError, KeyError, ValueError) as exc:
-            raise StoreError(f"gc stopped, nothing deleted: {exc}") from exc
-        with store.locked():
-            _move_in(work, objects / "pack")
-            _drop_loose(loose)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    store.reopen()
-    return written
+    drop_loose(loose)
 
 
 def _write_pack(store: StoreLike, job: _Job, work: Path) -> int:
     """The job's wanted objects as one pack in ``work``; returns the count."""
-    loose = sorted(oid for oid in map(_loose_id, job.loose) if oid in job.wanted)
+    loose = sorted(oid for oid in map(loose_id, job.loose) if oid in job.wanted)
     try:
         return packwriter.copy_pack(
             work, [(p.pack, job.wanted) for p in job.packs], loose, store.objects.read
         )
     except (ObjectError, KeyError, ValueError) as exc:
         raise StoreError(f"gc stopped, nothing deleted: {exc}") from exc
-
-
-def _loose_id(path: Path) -> bytes:
-    return bytes.fromhex(path.parent.name + path.name)
 
 
 def _live_objects(
@@ -433,159 +365,3 @@ def _live_objects(
         return store.objects.reachable(trees, known)
     except ObjectError as exc:
         raise StoreError(f"gc stopped, nothing deleted: {exc}") from exc
-
-
-@dataclass(frozen=True)
-class _Shared:
-    """A pack (its .idx and .pack) or loose object the source repository links too."""
-
-    files: tuple[Path, ...]
-    ids: frozenset[bytes]
-
-
-def _shared_files(objects: Path) -> list[_Shared]:
-    """Shared packs (with a readable v2 index) and loose objects.
-
-    A shared pack whose index cannot be read is neither shared nor own to gc:
-    it stays as it is, with whatever it holds.
-    """
-    found: list[_Shared] = []
-    for idx in (objects / "pack").glob("pack-*.idx"):
-        pack = idx.with_suffix(".pack")
-        index = packwriter.read_pack_index(idx) if _is_shared(pack) else None
-        if index is not None:
-            found.append(_Shared((idx, pack), frozenset(index.names())))
-    for path in _all_loose(objects):
-        if _is_shared(path):
-            found.append(_Shared((path,), frozenset({_loose_id(path)})))
-    return found
-
-
-def _is_shared(path: Path) -> bool:
-    """More than one name for the file: the source repository still holds it too."""
-    try:
-        return os.lstat(path).st_nlink > 1
-    except OSError:
-        return False
-
-
-def _loose_objects(objects: Path) -> list[Path]:
-    """The loose objects the store alone holds; shared ones stay as they are."""
-    return [p for p in _all_loose(objects) if not _is_shared(p)]
-
-
-def _all_loose(objects: Path) -> list[Path]:
-    found: list[Path] = []
-    for sub in objects.iterdir():
-        if _LOOSE_DIR.match(sub.name):
-            found.extend(p for p in sub.iterdir() if len(p.name) == 38)
-    return found
-
-
-def remove_orphans(objects: Path) -> int:
-    """Temp files of killed writes and packs without an index: never valid, never needed."""
-    removed = clean_pack_dir(objects / "pack")
-    for sub in objects.iterdir() if objects.is_dir() else []:
-        if _LOOSE_DIR.match(sub.name):
-            for p in sub.iterdir():
-                if p.name.startswith("tmp_"):
-                    p.unlink(missing_ok=True)
-                    removed += 1
-        elif sub.is_file() and sub.name.startswith("tmp_"):
-            sub.unlink(missing_ok=True)
-            removed += 1
-    return removed
-
-
-def size(path: Path) -> int:
-    """Bytes only the store holds: files with one link.
-
-    A file shared with the source repository costs no disk while the source
-    keeps its name, so neither gc's report nor the size budget counts it.
-    """
-    total = 0
-    for dirpath, _dirs, files in os.walk(path):
-        for name in files:
-            with contextlib.suppress(OSError):
-                st = os.lstat(os.path.join(dirpath, name))
-                total += st.st_size if st.st_nlink == 1 else 0
-    return total
-
-
-def count_loose_objects(store: StoreLike) -> int:
-    return len(_loose_objects(store.root / "git" / "objects"))
-
-
-def pack_loose_objects(store: StoreLike) -> int:
-    """Pack every loose object now; the caller holds the store lock. Returns how many.
-
-    Captures call this so a long session of small checkpoints does not pay a
-    filesystem block per object until the next gc.
-    """
-    loose = _loose_objects(store.root / "git" / "objects")
-    if not loose:
-        return 0
-    return _pack_loose(store, loose)
-
-
-def drop_orphan_stores(data_dir: Path, max_age_days: float, *, dry_run: bool = False) -> list[Path]:
-    """Delete the stores whose worktree is gone and that were idle ``max_age_days``.
-
-    Throwaway clones and agent worktrees come and go; their stores would
-    otherwise pile up forever (issue 13.19). A store whose worktree record
-    cannot be read is kept: nothing says whose it is.
-    """
-    cutoff = time.time() - max_age_days * 86400
-    dropped = []
-    for root in all_store_roots(data_dir):
-        if _worktree_present(root) is not False or _last_used(root) > cutoff:
-            continue
-        if dry_run or _drop_store(root):
-            dropped.append(root)
-    return dropped
-
-
-def _worktree_present(root: Path) -> bool | None:
-    """Whether the store's worktree still exists there; None when the record is unreadable."""
-    from snapshotter.errors import SnapshotterError
-    from snapshotter.git.worktree import find_worktree
-
-    try:
-        recorded = (root / "worktree").read_text(encoding="utf-8", errors="surrogateescape")
-    except OSError:
-        return None
-    path = recorded.rstrip("\n")
-    if not path:
-        return None
-    try:
-        return find_worktree(path).root == Path(path)
-    except (SnapshotterError, OSError, ValueError):
-        return False  # gone, or no longer a git worktree
-
-
-def _last_used(root: Path) -> float:
-    """When an event last wrote this store's records (gc's own locking does not count)."""
-    newest = 0.0
-    for name in ("state.json", "manifest", "manifest.log", "worktree"):
-        with contextlib.suppress(OSError):
-            newest = max(newest, os.stat(root / name).st_mtime)
-    return newest
-
-
-def _drop_store(root: Path) -> bool:
-    """Delete an orphan store under its lock, re-checked; renamed away first, so a
-    killed delete never leaves a half store that looks like a real one."""
-    import secrets
-
-    import filelock
-
-    try:
-        with filelock.FileLock(str(root / "lock"), timeout=5.0):
-            if _worktree_present(root) is not False:
-                return False  # the worktree came back meanwhile
-            trash = root.with_name(f".dropped-{root.name}-{secrets.token_hex(4)}")
-            os.rename(root, trash)
-    except (OSError, filelock.Timeout):
-        return False
-    shutil.rmtree(trash, ignore_errors=True)
-    return True

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -24,7 +23,7 @@ from pathlib import Path
 
 from snapshotter import progress
 from snapshotter.errors import UnsafePath, WorktreeWriteFailed
-from snapshotter.fileio import TEMP_PREFIX
+from snapshotter.fileio import TEMP_PREFIX, lstat_within, real_parents, temp_name
 from snapshotter.git.kinds import MODE_EXEC, MODE_FILE, MODE_LINK, git_mode
 from snapshotter.git.objects import hash_bytes, hash_file
 from snapshotter.store.shadow import Store
@@ -62,7 +61,7 @@ def plan(store: Store, tree: str, paths: Iterable[str]) -> RestoreResult:
     for rel in sorted(set(paths)):
         check_path(rel)
         target = store.entry(tree, rel)
-        current = _lstat(root / rel) if _parents_are_dirs(root, rel) else None
+        current = lstat_within(root, rel)
         if target is None:
             if current is not None and not stat.S_ISDIR(current.st_mode):
                 result.removed.append(rel)
@@ -120,13 +119,11 @@ def restore(
 
 def current(root: Path, rel: str) -> Entry | None:
     """What is at ``rel`` now, as a tree entry; None for nothing (or a directory)."""
-    if not _parents_are_dirs(root, rel):
-        return None
-    path = root / rel
-    st = _lstat(path)
+    st = lstat_within(root, rel)
     mode = git_mode(st.st_mode) if st is not None else None
     if mode is None:
         return None
+    path = root / rel
     if mode == MODE_LINK:
         return (mode, hash_bytes(os.fsencode(os.readlink(path))))
     return (mode, hash_file(path))
@@ -144,7 +141,7 @@ def remove_temps(root: Path, temps: Mapping[str, str]) -> int:
     for rel, name in temps.items():
         parent = rel.rpartition("/")[0]
         tmp = f"{parent}/{name}" if parent else name
-        if not name.startswith(TEMP_PREFIX) or "/" in name or not _parents_are_dirs(root, tmp):
+        if not name.startswith(TEMP_PREFIX) or "/" in name or not real_parents(root, tmp):
             continue
         with contextlib.suppress(OSError):  # absent, or not a file: not ours
             os.unlink(root / tmp)
@@ -163,32 +160,12 @@ def _lstat(path: Path) -> os.stat_result | None:
         return None
 
 
-def _parents_are_dirs(root: Path, rel: str) -> bool:
-    current = root
-    for part in rel.split("/")[:-1]:
-        current = current / part
-        st = _lstat(current)
-        if st is None or not stat.S_ISDIR(st.st_mode):
-            return False
-    return True
-
-
-def occupied(root: Path, rel: str) -> bool:
-    """Whether a file or link (not a directory) is at ``rel``, through real directories."""
-    try:
-        st = _lstat(root / rel) if _parents_are_dirs(root, rel) else None
-    except OSError:
-        return False
-    return st is not None and not stat.S_ISDIR(st.st_mode)
-
-
 def _remove(root: Path, rel: str) -> bool:
-    if not _parents_are_dirs(root, rel):
-        return False  # nothing of ours there (or only reachable through a symlink)
-    path = root / rel
-    st = _lstat(path)
+    # Nothing of ours there, or only reachable through a symlink: nothing removed.
+    st = lstat_within(root, rel)
     if st is None or stat.S_ISDIR(st.st_mode):
         return False
+    path = root / rel
     os.unlink(path)
     _prune_empty_dirs(root, path.parent)
     return True
@@ -248,7 +225,7 @@ def _write(store: Store, root: Path, rel: str, target: Entry, temp: str | None) 
     if same_kind and hash_file(path) == oid:  # only the exec bit differs: flip it in place
         os.chmod(path, _file_mode(mode))
         return True
-    tmp = path.parent / (temp or f"{TEMP_PREFIX}{secrets.token_hex(6)}")
+    tmp = path.parent / (temp or temp_name())
     try:
         if mode == MODE_LINK:
             os.symlink(os.fsdecode(store.blob(oid)), tmp)

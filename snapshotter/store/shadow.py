@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING
 
 from snapshotter.config import stores_dir
 from snapshotter.errors import CaptureFailed, NotAProject, Refused, StoreError, TooManyFiles
-from snapshotter.fileio import remove_temp_files, write_atomic
+from snapshotter.fileio import real_parents, remove_leftovers, write_atomic
 from snapshotter.git import packs as packwriter
 from snapshotter.git import trees as treebuild
+from snapshotter.git.config import config_files, config_value
 from snapshotter.git.ignore import global_excludes_file
 from snapshotter.git.kinds import (
     BLOB,
@@ -36,7 +37,7 @@ from snapshotter.git.kinds import (
     git_mode,
 )
 from snapshotter.git.objects import ObjectDB, ObjectError, init_bare
-from snapshotter.git.worktree import Worktree, config_files, config_value
+from snapshotter.git.worktree import Worktree
 from snapshotter.store import stat_cache, watch
 from snapshotter.store.layout import file_lock, store_key
 from snapshotter.store.walk import ScanResult, Skip, Stat, rescan, scan
@@ -177,7 +178,7 @@ class Store:
         for leftover in ("index.lock", "index"):  # the shadow index of older versions
             with contextlib.suppress(OSError):
                 os.unlink(self.root / leftover)
-        remove_temp_files(self.root)
+        remove_leftovers(self.root)
         packwriter.clean_pack_dir(self.root / "git" / "objects" / "pack")
 
     # -- capture ---------------------------------------------------------
@@ -544,14 +545,14 @@ class Store:
         """
         if loose < LOOSE_PACK_AT:
             return loose
-        from snapshotter.store import compaction
+        from snapshotter.store import loose_packing
 
         try:
             # The count is an estimate (a gc may have packed them since): check first.
-            found = compaction.count_loose_objects(self)
+            found = loose_packing.count_loose_objects(self)
             if found < LOOSE_PACK_AT:
                 return found
-            compaction.pack_loose_objects(self)
+            loose_packing.pack_loose_objects(self)
         except (StoreError, OSError):
             return LOOSE_PACK_AT // 2  # the capture stands; packing is tried again later
         return 0
@@ -797,15 +798,11 @@ class Store:
 
     def _reachable(self, rel: str) -> str | None:
         """``rel``'s absolute path when every parent is a real directory, else None."""
-        current = str(self.worktree.root)
-        for part in rel.split("/")[:-1]:
-            current = os.path.join(current, part)
-            try:
-                if not stat.S_ISDIR(os.lstat(current).st_mode):
-                    return None
-            except OSError:
-                return None
-        return os.path.join(current, rel.rpartition("/")[2])
+        root = str(self.worktree.root)
+        try:
+            return os.path.join(root, rel) if real_parents(root, rel) else None
+        except OSError:
+            return None
 
     def blob(self, raw: bytes) -> bytes:
         return self.objects.blob(raw)

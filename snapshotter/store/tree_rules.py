@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import os
 
-from snapshotter.git.ignore import MAX_RULE_FILE_BYTES, IgnoreRules, parse_lines
+from snapshotter.git.ignore import IgnoreRules
 from snapshotter.git.kinds import MODE_EXEC, MODE_FILE
-from snapshotter.git.worktree import nested_rules, repository_rules
+from snapshotter.git.repo_context import nested_rules, repository_rules
+from snapshotter.git.rule_files import MAX_RULE_FILE_BYTES, parse_lines
 from snapshotter.store.shadow import Store
 
 # (the repository's top below the worktree: "" or a nested one's path, its rules there)

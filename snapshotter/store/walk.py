@@ -18,13 +18,8 @@ from snapshotter import progress
 from snapshotter.errors import NotAProject, TooManyFiles
 from snapshotter.git.ignore import IgnoreRules
 from snapshotter.git.kinds import MODE_EXEC, MODE_FILE, MODE_GITLINK, MODE_LINK
-from snapshotter.git.worktree import (
-    RepoContext,
-    Worktree,
-    global_rules,
-    nested_context,
-    top_context,
-)
+from snapshotter.git.repo_context import RepoContext, global_rules, nested_context, top_context
+from snapshotter.git.worktree import Worktree
 from snapshotter.names import display
 
 # Without an explicit file cap, a walk that finds this many untracked files,

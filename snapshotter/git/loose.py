@@ -1,0 +1,64 @@
+"""Loose objects: where git keeps one (``objects/<2 hex>/<38 hex>``), and the
+``<type> <size>\\0`` header its zlib stream starts with.
+
+libgit2 writes and reads their contents; what is here is what the store needs
+without it: listing them (gc), linking them (seeding), and reading a header
+from the first bytes, faster than libgit2's lookup.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import zlib
+from pathlib import Path
+
+from snapshotter.git.kinds import KIND_NAMES
+
+FAN_OUT = re.compile(r"^[0-9a-f]{2}$")  # the directories loose objects live in
+# What git and libgit2 write a loose object under before renaming it
+# (``tmp_obj_*`` in a fan-out directory, ``tmp_object_git2_*`` beside them):
+# a leftover once its writer is gone.
+GIT_TEMP_PREFIX = "tmp_"
+_KINDS = {name: kind for kind, name in KIND_NAMES.items()}
+
+
+def loose_name(oid: bytes) -> tuple[str, str]:
+    """(fan-out directory, file name) of the loose object ``oid`` below ``objects/``."""
+    name = oid.hex()
+    return name[:2], name[2:]
+
+
+def loose_id(path: Path) -> bytes:
+    """The raw id of the loose object file at ``path``."""
+    return bytes.fromhex(path.parent.name + path.name)
+
+
+def loose_files(objects: Path) -> list[Path]:
+    """Every loose object file below ``objects``."""
+    found: list[Path] = []
+    for sub in objects.iterdir():
+        if FAN_OUT.match(sub.name):
+            found.extend(p for p in sub.iterdir() if len(p.name) == 38)
+    return found
+
+
+def read_header(objects: str, oid: bytes) -> tuple[int, int] | None:
+    """(type, size) from a loose object's first bytes; None when it is not loose here
+    or cannot be read (ask libgit2 then): inflating a few bytes beats its lookup."""
+    fan_out, rest = loose_name(oid)
+    try:
+        fd = os.open(f"{objects}/{fan_out}/{rest}", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        head = zlib.decompressobj().decompress(os.read(fd, 128), 64)
+    except (OSError, zlib.error):
+        return None
+    finally:
+        os.close(fd)
+    kind, space, rest_of_head = head.partition(b" ")
+    size, nul, _body = rest_of_head.partition(b"\0")
+    if not (space and nul and size.isdigit() and kind in _KINDS):
+        return None
+    return _KINDS[kind], int(size)

@@ -1,0 +1,157 @@
+"""Hard-linking the source repository's objects into a store: whole packs (with
+their index), else loose object files.
+
+Never alternates: the user's ``git gc`` deletes what a store merely borrows
+(opencode #46034), while a hard link keeps the bytes alive after the source
+drops its name, and costs no disk while both names exist. Only regular files
+of our own user are linked: another user's file could be rewritten under us.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from pathlib import Path
+
+from snapshotter.git.loose import loose_name
+from snapshotter.git.pack_index import read_pack_index
+
+
+def link_objects(src_objects: Path, dst_objects: Path, wanted: set[bytes]) -> set[bytes]:
+    """Hard-link the source packs holding ``wanted`` ids, then the loose ones left.
+
+    Best effort: whatever cannot be linked (another filesystem, protected
+    hard links, an object behind the source's alternates) is simply absent.
+    Returns the ids not linked. A loose object that vanished while we
+    linked (the source's ``gc --auto``, which a big commit starts in the
+    background, packs them and then prunes them) is looked for once more in
+    the packs that appeared meanwhile.
+    """
+    seen: set[Path] = set()
+    src_packs, dst_packs = src_objects / "pack", dst_objects / "pack"
+    missing = _link_packs(src_packs, dst_packs, wanted, seen)  # never changes its set
+    missing, vanished = _link_loose(src_objects, dst_objects, missing)
+    if vanished:
+        again = _link_packs(src_packs, dst_packs, vanished, seen)
+        missing = (missing - vanished) | _link_loose(src_objects, dst_objects, again)[0]
+    return missing
+
+
+def link_packs(src_objects: Path, dst_objects: Path, wanted: set[bytes]) -> set[bytes]:
+    """Hard-link each source pack holding one of ``wanted``; the ids those packs hold.
+
+    For a store whose seeded loose objects the source has since packed and
+    pruned (its ``gc --auto`` after a big commit): they are the store's own
+    copies now, which the source's pack would share again once linked.
+    """
+    left = _link_packs(src_objects / "pack", dst_objects / "pack", wanted, set())
+    return wanted - left
+
+
+def _link_packs(src_dir: Path, dst_dir: Path, missing: set[bytes], seen: set[Path]) -> set[bytes]:
+    """Link each pack (newest first, not yet tried) holding a missing id; the ids left."""
+    for idx in _packs_newest_first(src_dir):
+        if not missing:
+            break
+        if idx in seen:
+            continue
+        seen.add(idx)
+        index = read_pack_index(idx)
+        left = index.lacking(missing) if index is not None else missing
+        if len(left) < len(missing) and _link_pack(idx, dst_dir):
+            missing = left
+    return missing
+
+
+def _packs_newest_first(pack_dir: Path) -> list[Path]:
+    found: list[tuple[int, Path]] = []
+    with contextlib.suppress(OSError):
+        for idx in pack_dir.glob("pack-*.idx"):
+            with contextlib.suppress(OSError):
+                found.append((idx.stat().st_mtime_ns, idx))
+    return [idx for _mtime, idx in sorted(found, reverse=True)]
+
+
+def _link_pack(idx: Path, dst_dir: Path) -> bool:
+    """Link ``.pack`` then ``.idx`` (the index is what makes a pack visible)."""
+    pack = idx.with_suffix(".pack")
+    dst_pack, dst_idx = dst_dir / pack.name, dst_dir / idx.name
+    if dst_idx.exists():
+        return dst_pack.exists()
+    if not (_linkable(pack) and _linkable(idx)):
+        return False
+    try:
+        created = _link(pack, dst_pack)
+    except OSError:
+        return False
+    try:
+        _link(idx, dst_idx)
+    except OSError:
+        if created:
+            with contextlib.suppress(OSError):
+                dst_pack.unlink()
+        return False
+    return True
+
+
+def _link_loose(
+    src_objects: Path, dst_objects: Path, wanted: set[bytes]
+) -> tuple[set[bytes], set[bytes]]:
+    """Link each wanted loose object: returns the ids not linked, and of those the ones
+    the source has no loose file for (any more).
+
+    Plain strings, and each fan-out directory made once: at 10k objects
+    pathlib and a mkdir per object cost more than the links themselves.
+    """
+    src_root, dst_root = os.fspath(src_objects), os.fspath(dst_objects)
+    made: set[str] = set()
+    uid = _uid()
+    failed: set[bytes] = set()
+    vanished: set[bytes] = set()
+    for oid in wanted:
+        fan_name, file_name = loose_name(oid)
+        src = f"{src_root}/{fan_name}/{file_name}"
+        try:
+            st = os.lstat(src)
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != uid:
+                failed.add(oid)  # another user's file could be rewritten under us
+                continue
+            fan_out = f"{dst_root}/{fan_name}"
+            if fan_out not in made:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(fan_out)
+                made.add(fan_out)
+            os.link(src, f"{fan_out}/{file_name}", follow_symlinks=False)
+        except FileExistsError:
+            pass  # we have that object
+        except FileNotFoundError:
+            failed.add(oid)
+            vanished.add(oid)
+        except OSError:
+            failed.add(oid)
+    return failed, vanished
+
+
+def _uid() -> int:
+    return getattr(os, "getuid", lambda: -1)()
+
+
+def _linkable(path: Path) -> bool:
+    """A regular file of ours: another user's file could be rewritten under us."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_uid == _uid()
+
+
+def _link(src: Path, dst: Path) -> bool:
+    """Hard-link ``src`` at ``dst``; True if created, False if already that file."""
+    try:
+        os.link(src, dst, follow_symlinks=False)
+    except FileExistsError:
+        if not os.path.samefile(src, dst):
+            raise
+        return False
+    return True

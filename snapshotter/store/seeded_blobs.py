@@ -1,0 +1,83 @@
+"""Which seeded ids a store now holds as blobs of the file's exact size.
+
+A seeded id must be a blob of the file's size in our own store, after the
+linking: a wrong blob id loses data, a missing one only costs time. Headers
+are read without inflating the objects: loose ones from their first bytes,
+packed ones by libgit2 while the packs are small, else with ``pread``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from snapshotter.git import loose, pack_headers
+from snapshotter.git.kinds import BLOB
+from snapshotter.git.objects import ObjectDB
+from snapshotter.store.walk import Stat
+
+# Seeded blobs' headers: libgit2 reads them fastest, but maps every pack it
+# reads, and keeps it mapped; past this many pack bytes they are read with
+# pread instead (pack_headers.read_headers), so a 1.7 GB source pack never
+# becomes resident (issue 16.5), while a small repository keeps the faster
+# path (16.1).
+MAP_MAX_BYTES = 256 * 1024 * 1024
+
+
+def present_as_blobs(
+    store_git_dir: Path, ids: dict[str, bytes], stale: Mapping[str, Stat]
+) -> dict[str, bytes]:
+    """The ids our own store now holds as blobs of the file's exact size (``ids``,
+    the others dropped).
+
+    The size is what rules out end-of-line conversion (git/conversion.py),
+    even one from a config long gone (say autocrlf on when the file was
+    added, off now). Headers of packed objects are read by libgit2 while the
+    packs are small, else by pack_headers.read_headers (see MAP_MAX_BYTES).
+    """
+    loose_dir = os.fspath(store_git_dir / "objects")
+    try:
+        fan_outs = {name for name in os.listdir(loose_dir) if len(name) == 2}
+    except OSError:
+        fan_outs = set()
+    # raw id -> header_value(type, size): one dict, one int per object.
+    headers = dict.fromkeys(ids.values(), pack_headers.UNKNOWN)
+    if fan_outs:
+        for oid in headers:
+            header = loose.read_header(loose_dir, oid) if oid[:1].hex() in fan_outs else None
+            if header is not None:
+                headers[oid] = pack_headers.header_value(*header)
+    packs = store_git_dir / "objects" / "pack"
+    if _pack_bytes(packs) > MAP_MAX_BYTES:
+        pack_headers.read_headers(packs, headers)
+    odb: ObjectDB | None = None
+    for oid, value in headers.items():
+        if value != pack_headers.UNKNOWN:
+            continue
+        if odb is None:
+            odb = ObjectDB(store_git_dir)  # a fresh one sees the linked packs
+        header = odb.header(oid)
+        if header is not None:
+            headers[oid] = pack_headers.header_value(*header)
+    wrong = [
+        rel
+        for rel, oid in ids.items()
+        if headers[oid] != pack_headers.header_value(BLOB, stale[rel][1])
+    ]
+    for rel in wrong:
+        del ids[rel]
+    return ids
+
+
+def _pack_bytes(pack_dir: Path) -> int:
+    """The size of the packs in ``pack_dir`` (what libgit2 would map to read them)."""
+    total = 0
+    try:
+        with os.scandir(pack_dir) as entries:
+            for entry in entries:
+                if entry.name.endswith(".pack"):
+                    total += entry.stat().st_size
+    except OSError:
+        return 0
+    return total
