@@ -15,6 +15,7 @@ from snapshotter.config import DEFAULT_MAX_FILES, DEFAULT_MAX_NEW_FILE_SIZE, dat
 from snapshotter.errors import NothingToDo, SnapshotterError
 from snapshotter.git.worktree import find_worktree
 from snapshotter.history.records import restore_pending
+from snapshotter.store.capture import CaptureOptions
 from snapshotter.store.layout import all_store_roots
 from snapshotter.store.shadow import Store
 from snapshotter.store.workspace import Workspace
@@ -22,6 +23,7 @@ from snapshotter.store.workspace import Workspace
 if TYPE_CHECKING:
     from snapshotter.history.maintenance import GcReport
     from snapshotter.history.retention import Policy
+    from snapshotter.store.resident import Resident
 
 
 class Engine(Workspace):
@@ -44,6 +46,7 @@ class Engine(Workspace):
         max_new_file_size: int = DEFAULT_MAX_NEW_FILE_SIZE,
         max_files: int | None = DEFAULT_MAX_FILES,
         create: Literal[True] = True,
+        resident: Resident | None = None,
     ) -> Engine: ...
 
     @overload
@@ -56,6 +59,7 @@ class Engine(Workspace):
         max_new_file_size: int = DEFAULT_MAX_NEW_FILE_SIZE,
         max_files: int | None = DEFAULT_MAX_FILES,
         create: bool,
+        resident: Resident | None = None,
     ) -> Engine | None: ...
 
     @classmethod
@@ -67,12 +71,14 @@ class Engine(Workspace):
         max_new_file_size: int = DEFAULT_MAX_NEW_FILE_SIZE,
         max_files: int | None = DEFAULT_MAX_FILES,
         create: bool = True,
+        resident: Resident | None = None,
     ) -> Engine | None:
         """Open the store of the worktree containing ``directory``.
 
         Creates the store on first use, so with the default ``create=True``
         the result is always an engine. With ``create=False`` it is None when
         no snapshot was ever taken there. Raises NotAWorktree outside git.
+        ``resident``: a long-lived process's watchers and caches (the hook server's).
         """
         worktree = find_worktree(directory)
         notes: list[str] = []
@@ -81,10 +87,12 @@ class Engine(Workspace):
             worktree,
             create=create,
             recover=lambda store: _finish_restore(store, notes),
+            resident=resident,
         )
         if store is None:
             return None
-        engine = cls(worktree, store, max_new_file_size, max_files)
+        options = CaptureOptions.for_store(store.root, max_new_file_size, max_files)
+        engine = cls(worktree, store, options)
         engine.recovered = notes[0] if notes else None
         return engine
 
@@ -112,10 +120,15 @@ def open_existing(
     *,
     data_dir_path: str | os.PathLike[str] | None = None,
     max_new_file_size: int = DEFAULT_MAX_NEW_FILE_SIZE,
+    resident: Resident | None = None,
 ) -> Engine:
     """The engine of a worktree that already has snapshots; NothingToDo otherwise."""
     engine = Engine.open(
-        directory, data_dir_path=data_dir_path, create=False, max_new_file_size=max_new_file_size
+        directory,
+        data_dir_path=data_dir_path,
+        create=False,
+        max_new_file_size=max_new_file_size,
+        resident=resident,
     )
     if engine is None:
         raise NothingToDo("no snapshots recorded for this worktree yet")

@@ -12,12 +12,14 @@ from snapshotter.config import DEFAULT_MAX_NEW_FILE_SIZE, format_size
 
 if TYPE_CHECKING:
     from snapshotter.engine import Engine
+    from snapshotter.store.resident import Resident
 
 
 class Ctx:
-    def __init__(self, data_dir: str | None, verbose: bool) -> None:
+    def __init__(self, data_dir: str | None, verbose: bool, resident: Resident | None) -> None:
         self.data_dir_opt = data_dir
         self.verbose = verbose
+        self.resident = resident  # a command the hook server forked: captures go there
 
     @property
     def data_dir(self) -> Path:
@@ -41,7 +43,12 @@ class Ctx:
         if not create:
             engine = self._existing(directory, limit)
         else:
-            opened = Engine.open(directory, data_dir_path=self.data_dir, max_new_file_size=limit)
+            opened = Engine.open(
+                directory,
+                data_dir_path=self.data_dir,
+                max_new_file_size=limit,
+                resident=self.resident,
+            )
             assert opened is not None  # create=True always opens one
             engine = opened
         if engine.recovered is not None:  # a killed restore, finished or rolled back (#21.4)
@@ -59,7 +66,12 @@ class Ctx:
         from snapshotter.history import moved
 
         try:
-            return open_existing(directory, data_dir_path=self.data_dir, max_new_file_size=limit)
+            return open_existing(
+                directory,
+                data_dir_path=self.data_dir,
+                max_new_file_size=limit,
+                resident=self.resident,
+            )
         except NotAWorktree:
             found = moved.store_of_path(self.data_dir, directory)
             if found is None:

@@ -27,9 +27,10 @@ from snapshotter.history.records import (
     editing,
     load,
 )
+from snapshotter.store.capture import Capture
 from snapshotter.store.changes import statuses
 from snapshotter.store.restore import check_path
-from snapshotter.store.shadow import Capture, Store
+from snapshotter.store.shadow import Store
 from snapshotter.store.tree_rules import TreeRules
 from snapshotter.store.walk import Skip
 from snapshotter.store.workspace import Workspace
@@ -327,7 +328,7 @@ class Recorder:
         )
         files = [Change(path, status) for path, status in found]
         files, start, capture = settle(
-            self.engine.store, start, capture, files, self.engine.max_new_file_size
+            self.engine.store, start, capture, files, self.engine.options.max_new_file_size
         )  # #12.1, #13.6, #21.2
         owners = _named_owners(state, start)
         files = [f for f in files if self._ours(state, kind, start, capture, owners, f.path)]

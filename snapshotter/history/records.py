@@ -27,7 +27,8 @@ from snapshotter import names
 from snapshotter.config import Kind, Status, now_iso
 from snapshotter.errors import StoreError
 from snapshotter.fileio import write_atomic
-from snapshotter.store.shadow import Capture, Store
+from snapshotter.store.capture import Capture
+from snapshotter.store.shadow import Store
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -20,8 +20,9 @@ from snapshotter.errors import Conflict, NotFound, NothingToDo, StoreError
 from snapshotter.history import journal
 from snapshotter.history.records import Mark, Record, RedoEntry, State, editing, load
 from snapshotter.models import Checkpoint, RestoreReport
+from snapshotter.store.capture import Capture
 from snapshotter.store.restore import RestoreResult, check_path
-from snapshotter.store.shadow import Capture, Store
+from snapshotter.store.shadow import Store
 from snapshotter.store.workspace import Workspace
 
 

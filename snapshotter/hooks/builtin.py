@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from snapshotter.hooks.registry import HooksConfig, Registry
     from snapshotter.hooks.wire import HookInput, HookOutput
     from snapshotter.models import Checkpoint, RestoreReport
+    from snapshotter.store.resident import Resident
 
 BUILTIN_NAME = "snapshot"
 AUTO_EVENTS = (ev.SESSION_START, ev.USER_PROMPT_SUBMIT, ev.TURN_START, ev.TURN_END, ev.SESSION_END)
@@ -57,10 +58,13 @@ class SnapshotBuiltin:
         enabled: bool = True,
         data_dir_path: str | os.PathLike[str] | None = None,
         max_new_file_size: int = DEFAULT_MAX_NEW_FILE_SIZE,
+        resident: Resident | None = None,
     ) -> None:
         self.enabled = enabled
         self.data_dir = data_dir(data_dir_path)
         self.max_new_file_size = max_new_file_size
+        # A long-lived caller's watchers and caches (the hook server's: store/resident.py).
+        self.resident = resident
         self.last_session: dict[Path, str] = {}  # worktree root → newest session seen
 
     def __call__(self, hook_input: HookInput, args: list[str]) -> HookOutput | None:
@@ -94,7 +98,11 @@ class SnapshotBuiltin:
         directory = kept or session_scope.first_dir(hook_input.cwd, options.get("project_dir"))
         try:
             engine = Engine.open(
-                directory, data_dir_path=self.data_dir, max_new_file_size=limit, max_files=max_files
+                directory,
+                data_dir_path=self.data_dir,
+                max_new_file_size=limit,
+                max_files=max_files,
+                resident=self.resident,
             )
             if kept is None:
                 winner = session_scope.claim(self.data_dir, session, directory)
@@ -104,6 +112,7 @@ class SnapshotBuiltin:
                         data_dir_path=self.data_dir,
                         max_new_file_size=limit,
                         max_files=max_files,
+                        resident=self.resident,
                     )
         except NotAWorktree:
             # A session that was recording (it has a directory) says once why it stopped.
