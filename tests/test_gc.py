@@ -36,7 +36,6 @@ from snapshotter.history.retention import Policy
 from snapshotter.hooks.builtin import SnapshotBuiltin
 from snapshotter.hooks.wire import HookInput
 from snapshotter.store import compaction
-from snapshotter.store import shadow as store_mod
 from snapshotter.store.logfile import log_path
 from snapshotter.store.shadow import Store
 
@@ -857,7 +856,7 @@ def test_session_end_runs_a_bounded_gc(
         calls[-1]["report"] = gc_mod.collect_store(store, budget_s=budget_s, policy=policy)
 
     monkeypatch.setattr(gc_mod, "start_detached", inline)
-    monkeypatch.setattr(store_mod, "LOOSE_PACK_AT", 10**9)  # leave the packing to session_end
+    monkeypatch.setattr(packwriter, "LOOSE_PACK_AT", 10**9)  # leave the packing to session_end
     builtin.handle(hook(root, "s", "session_start"), [])
     steps = []
     for turn in range(10):  # enough loose objects (or packs) to be worth compacting
