@@ -36,6 +36,10 @@ NOT_FOR_CAPTURE = (
     "snapshotter.history.undo",
     "snapshotter.history.journal",
     "snapshotter.history.retention",
+    # A long-lived process's state, and the captures a forked command sends its server.
+    "snapshotter.store.resident",
+    "snapshotter.store.watch",
+    "snapshotter.store.remote",
 )
 # pydantic and our modules that import it: the API's and the schema's models.
 PYDANTIC = (

@@ -24,6 +24,7 @@ import time
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from snapshotter.config import DEFAULT_MAX_FILES, DEFAULT_MAX_NEW_FILE_SIZE, sessions_dir
 from snapshotter.errors import CaptureFailed, NotAProject, StoreError, TooManyFiles
@@ -32,10 +33,13 @@ from snapshotter.git import trees as treebuild
 from snapshotter.git.kinds import TREE
 from snapshotter.git.objects import ObjectError
 from snapshotter.store import blobs, refusals, stat_cache
-from snapshotter.store.resident import Watched
 from snapshotter.store.shadow import Store
 from snapshotter.store.signature import RACY_WINDOW_NS
 from snapshotter.store.walk import ScanResult, Skip, Stat, rescan, scan
+
+if TYPE_CHECKING:
+    # Only a process holding a Resident imports it (and watch.py): not a hook on its own.
+    from snapshotter.store.resident import Watched
 
 # A stale path: (path, its stat data now, its cached entry or None).
 Stale = tuple[str, Stat, stat_cache.Entry | None]

@@ -14,7 +14,6 @@ from pathlib import Path
 from snapshotter.git.kinds import Entry
 from snapshotter.git.worktree import Worktree
 from snapshotter.store import changes as changes_mod
-from snapshotter.store import remote
 from snapshotter.store import restore as restore_mod
 from snapshotter.store.capture import Capture, CaptureOptions, take
 from snapshotter.store.shadow import Store
@@ -68,6 +67,8 @@ class Workspace:
         store = self.store
         if store.resident is None or store.resident.forward is None:
             return take(store, self.options)  # (its lock once: a nested acquire costs 40 µs)
+        from snapshotter.store import remote  # only in a command the hook server forked
+
         with store.locked():  # held for the server too: it captures under our lock
             found = remote.ask(store, self.options)
             return found if found is not None else take(store, self.options)
