@@ -66,7 +66,7 @@ class Resident:
     ) -> Watched | None:
         """What this process's watcher knows of ``worktree`` for a capture remembered
         under ``key``; None when nothing watches it. ``has``: whether a tree is stored."""
-        watcher = self.watchers.for_worktree(worktree.root) if self.watchers else None
+        watcher = None if self.watchers is None else self.watchers.for_worktree(worktree.root)
         if watcher is None or not watcher.poll():
             return None
         last = watcher.recall(key)
