@@ -12,8 +12,8 @@
 
 Public API only (``snapshotter.Engine``, ``snapshotter.SnapshotBuiltin``,
 ``snapshotter.HookInput``) plus the watcher's documented opt-in
-(``snapshotter.store.watch.enable``). Figures are for reading causes, not for
-ratios: ``python -m benchmarks`` measures those.
+(``SnapshotBuiltin(resident=Resident())``, store/resident.py). Figures are for
+reading causes, not for ratios: ``python -m benchmarks`` measures those.
 """
 
 from __future__ import annotations
@@ -74,9 +74,9 @@ def main(argv: list[str] | None = None) -> None:
                 opts.top,
             )
             return
-        from snapshotter.store import watch
+        from snapshotter.store.resident import Resident
 
-        watch.enable()
+        builtin = snapshotter.SnapshotBuiltin(data_dir_path=data, resident=Resident())
         _event(builtin, root, "session_start", "turn")
         _event(builtin, root, "turn_start", "turn")
         files = sorted(  # not rule files (.gitignore): an edit to one means a full walk

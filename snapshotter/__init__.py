@@ -12,7 +12,7 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "Engine": "snapshotter.engine",
-    "Capture": "snapshotter.store.shadow",
+    "Capture": "snapshotter.store.capture",
     "Checkpoint": "snapshotter.models",
     "FileChange": "snapshotter.models",
     "SkippedFile": "snapshotter.models",
@@ -98,7 +98,7 @@ if TYPE_CHECKING:
     from snapshotter.hooks.registry import Executor, HooksConfig, Registry, Result
     from snapshotter.hooks.wire import HookInput, HookOutput
     from snapshotter.models import Checkpoint, FileChange, RestoreReport, SkippedFile
-    from snapshotter.store.shadow import Capture
+    from snapshotter.store.capture import Capture
 
 
 def __getattr__(name: str) -> Any:

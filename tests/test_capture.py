@@ -616,7 +616,7 @@ def test_incremental_captures_equal_fresh_captures(
 
 
 def test_small_captures_pack_their_loose_objects(repo: Path, data_dir: Path) -> None:
-    from snapshotter.store.shadow import LOOSE_PACK_AT  # read, not changed: the real threshold
+    from snapshotter.git.packs import LOOSE_PACK_AT  # read, not changed: the real threshold
 
     engine = open_engine(repo, data_dir)
     objects = engine.store.root / "git" / "objects"

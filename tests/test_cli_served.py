@@ -315,6 +315,7 @@ def test_a_server_that_cannot_fork_hands_the_command_back(
 
     from snapshotter.cli import served
     from snapshotter.hooks import server as server_mod
+    from snapshotter.store.resident import Resident
 
     ran: list[list[bytes]] = []
 
@@ -326,7 +327,7 @@ def test_a_server_that_cannot_fork_hands_the_command_back(
         raise BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable")
 
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    srv = server_mod._Server(listener, tmp_path / "s.sock", runner)
+    srv = server_mod._Server(listener, tmp_path / "s.sock", Resident(), runner)
     monkeypatch.setattr(os, "fork", no_fork)
     ours, theirs = socket.socketpair()
     thread = threading.Thread(target=srv._command, args=(theirs, client.frame(b"undo")))
@@ -358,6 +359,7 @@ def test_a_cli_client_that_goes_silent_after_ready_frees_the_server(
     import threading
 
     from snapshotter.hooks import server as server_mod
+    from snapshotter.store.resident import Resident
 
     ran: list[list[bytes]] = []
 
@@ -367,7 +369,7 @@ def test_a_cli_client_that_goes_silent_after_ready_frees_the_server(
 
     monkeypatch.setattr(server_mod, "CLI_GO_TIMEOUT_S", 0.2)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    srv = server_mod._Server(listener, tmp_path / "s.sock", runner)
+    srv = server_mod._Server(listener, tmp_path / "s.sock", Resident(), runner)
     ours, theirs = socket.socketpair()
     thread = threading.Thread(target=srv._handle, args=(theirs,))
     with ours, theirs, listener:

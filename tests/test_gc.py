@@ -40,7 +40,6 @@ from snapshotter.hooks.builtin import SnapshotBuiltin
 from snapshotter.hooks.wire import HookInput
 from snapshotter.logfile import log_path
 from snapshotter.store import compaction, object_files
-from snapshotter.store import shadow as store_mod
 from snapshotter.store.shadow import Store
 
 KEEP_ALL = Policy(max_age_days=None, max_checkpoints=None, max_store_bytes=None)
@@ -878,7 +877,7 @@ def test_session_end_runs_a_bounded_gc(
         calls[-1]["report"] = engine.gc(budget_s=budget_s, policy=policy)
 
     monkeypatch.setattr(detached_gc, "start", inline)
-    monkeypatch.setattr(store_mod, "LOOSE_PACK_AT", 10**9)  # leave the packing to session_end
+    monkeypatch.setattr(packwriter, "LOOSE_PACK_AT", 10**9)  # leave the packing to session_end
     builtin.handle(hook(root, "s", "session_start"), [])
     steps = []
     for turn in range(10):  # enough loose objects (or packs) to be worth compacting

@@ -32,7 +32,6 @@ from snapshotter.hooks import detached_gc
 from snapshotter.hooks.builtin import SnapshotBuiltin
 from snapshotter.hooks.wire import HookInput
 from snapshotter.store import compaction, loose_packing
-from snapshotter.store import shadow as store_mod
 from snapshotter.store.shadow import Store
 
 
@@ -113,7 +112,7 @@ def test_gc_writes_packs_without_the_store_lock(
     engine = open_engine(root, data_dir)
     rec = Recorder(engine, "s")
     rec.session_start()
-    monkeypatch.setattr(store_mod, "LOOSE_PACK_AT", 10**9)  # the loose objects wait for gc
+    monkeypatch.setattr(packwriter, "LOOSE_PACK_AT", 10**9)  # the loose objects wait for gc
     for turn in range(2):
         rec.turn_start()
         for i in range(packwriter.LOOSE_PACK_AT // 20 + 1):  # ten files a capture: loose objects
@@ -214,8 +213,9 @@ def test_gc_all_drops_stores_of_deleted_worktrees_after_the_retention_age(
     kept = make_repo(tmp_path / "kept", {"a.txt": "a\n"})
     gone = make_repo(tmp_path / "gone", {"b.txt": "b\n"})
     kept_root = open_engine(kept, data_dir).store.root
-    gone_store = open_engine(gone, data_dir).store
-    gone_store.capture(1 << 20, frozenset())
+    gone_engine = open_engine(gone, data_dir)
+    gone_engine.capture()
+    gone_store = gone_engine.store
     shutil.rmtree(gone)
     done = run_gc_all(data_dir, "--max-age-days", "30")
     assert done.returncode == 0, done.stderr

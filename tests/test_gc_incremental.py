@@ -34,7 +34,6 @@ from snapshotter.history.recorder import Recorder
 from snapshotter.history.retention import Policy
 from snapshotter.history.state_file import load, save
 from snapshotter.store import compaction
-from snapshotter.store import shadow as store_mod
 from snapshotter.store.shadow import Store
 
 KEEP_ALL = Policy(max_age_days=None, max_checkpoints=None, max_store_bytes=None)
@@ -252,7 +251,7 @@ def test_small_packs_are_rolled_up_and_the_big_one_stays(
     )
     big = {n: i for n, i in pack_inodes(engine.store).items() if Path(n).stem == biggest[:-4]}
     assert len(pack_ids(engine.store, biggest[:-4])) >= BIG, "the first capture packed the files"
-    monkeypatch.setattr(store_mod, "LOOSE_PACK_AT", 6)  # captures pack every few objects
+    monkeypatch.setattr(packwriter, "LOOSE_PACK_AT", 6)  # captures pack every few objects
     for turn in range(6):
         session.turn(edits(turn, count=2))
     small = {n: i for n, i in pack_inodes(engine.store).items() if n not in big}

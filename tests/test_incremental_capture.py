@@ -22,7 +22,9 @@ from builders import make_repo, write
 
 from snapshotter.engine import Engine
 from snapshotter.git import trees as treebuild
-from snapshotter.store import shadow, stat_cache, watch
+from snapshotter.store import stat_cache, watch
+from snapshotter.store.capture import Capture, Snapshot
+from snapshotter.store.resident import Resident
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux") or watch.filesystem_type(Path.cwd()) is None,
@@ -30,14 +32,16 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-@pytest.fixture(autouse=True)
-def watching() -> Iterator[None]:
-    stat_cache.forget_all()
-    watch.enable()
-    yield
-    watch.enable(False)
-    watch.close_all()
-    stat_cache.forget_all()
+@pytest.fixture
+def resident() -> Iterator[Resident]:
+    """The hook server's state: watchers, and the manifests it keeps in memory."""
+    with Resident() as found:
+        yield found
+
+
+def kept(resident: Resident) -> stat_cache.Kept:
+    assert resident.manifests is not None
+    return resident.manifests
 
 
 class Calls:
@@ -46,8 +50,8 @@ class Calls:
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.changes = self.full = self.reads = 0
         changes, full, read = (
-            shadow.Store._capture_changes,
-            shadow.Store._capture_all,
+            Snapshot._capture_changes,
+            Snapshot._capture_all,
             stat_cache._read,
         )
 
@@ -63,8 +67,8 @@ class Calls:
             self.reads += 1
             return read(path)
 
-        monkeypatch.setattr(shadow.Store, "_capture_changes", counted_changes)
-        monkeypatch.setattr(shadow.Store, "_capture_all", counted_full)
+        monkeypatch.setattr(Snapshot, "_capture_changes", counted_changes)
+        monkeypatch.setattr(Snapshot, "_capture_all", counted_full)
         monkeypatch.setattr(stat_cache, "_read", counted_read)
 
 
@@ -93,28 +97,30 @@ def root(tmp_path: Path) -> Path:
     return found
 
 
-def cold(root: Path, data: Path, scope: str = "") -> shadow.Capture:
-    """A capture with the watcher off (a full walk), in the store under ``data``."""
-    watch.enable(False)
-    try:
-        engine = Engine.open(root, data_dir_path=data)
-        return (engine.with_scope(scope) if scope else engine).capture()
-    finally:
-        watch.enable()
+def cold(root: Path, data: Path, scope: str = "") -> Capture:
+    """A capture without a resident (a full walk, as a CLI's), in the store under ``data``."""
+    engine = Engine.open(root, data_dir_path=data)
+    return (engine.with_scope(scope) if scope else engine).capture()
 
 
 def manifest_path(engine: Engine) -> Path:
     return engine.store.root / "manifest"
 
 
+def open_served(root: Path, data: Path, resident: Resident) -> Engine:
+    """An engine as the hook server opens it."""
+    return Engine.open(root, data_dir_path=data, resident=resident)
+
+
 def check_manifest(engine: Engine, tree: str) -> None:
     """The files on disk say what memory says, and the trees map is a full build's."""
     path = manifest_path(engine)
     on_disk = stat_cache._read(path)
-    kept = stat_cache.load(path, keep=True)
-    assert on_disk.tree == tree == kept.tree
-    assert on_disk.entries == kept.entries
-    assert on_disk.trees == kept.trees
+    assert engine.store.resident is not None
+    in_memory = stat_cache.load(path, kept(engine.store.resident))
+    assert on_disk.tree == tree == in_memory.tree
+    assert on_disk.entries == in_memory.entries
+    assert on_disk.trees == in_memory.trees
     assert on_disk.log_end == stat_cache.log_path(path).stat().st_size, "no torn tail"
     root, _written, ids = treebuild.build(on_disk.entries)
     assert root.hex() == tree and ids == on_disk.trees
@@ -174,11 +180,11 @@ def _edit(root: Path, rng: random.Random, step: int) -> None:
 
 @pytest.mark.parametrize("seed", range(4))
 def test_served_captures_record_what_a_full_walk_records(
-    root: Path, tmp_path: Path, calls: Calls, seed: int
+    root: Path, tmp_path: Path, calls: Calls, seed: int, resident: Resident
 ) -> None:
     """Adds, removes, directory removals, mode changes, files that became
     directories and back: each served capture equals a full walk's."""
-    served = Engine.open(root, data_dir_path=tmp_path / "served")
+    served = open_served(root, tmp_path / "served", resident)
     rng = random.Random(seed)
     served.capture()
     for step in range(25):
@@ -193,10 +199,10 @@ def test_served_captures_record_what_a_full_walk_records(
 
 
 def test_scoped_captures_keep_the_rest_as_last_captured(
-    root: Path, tmp_path: Path, calls: Calls
+    root: Path, tmp_path: Path, calls: Calls, resident: Resident
 ) -> None:
     """Scoped and whole captures in turn: each matches the same sequence, walked."""
-    served = Engine.open(root, data_dir_path=tmp_path / "served")
+    served = open_served(root, tmp_path / "served", resident)
     scoped = served.with_scope("src")
     data = tmp_path / "cold"
     rng = random.Random(7)
@@ -218,9 +224,9 @@ def test_scoped_captures_keep_the_rest_as_last_captured(
 
 
 def test_the_manifest_stays_in_memory_between_served_captures(
-    root: Path, tmp_path: Path, calls: Calls
+    root: Path, tmp_path: Path, calls: Calls, resident: Resident
 ) -> None:
-    served = Engine.open(root, data_dir_path=tmp_path / "served")
+    served = open_served(root, tmp_path / "served", resident)
     served.capture()
     reads = calls.reads
     for step in range(3):
@@ -230,10 +236,12 @@ def test_the_manifest_stays_in_memory_between_served_captures(
     assert calls.changes == 3
 
 
-def test_another_process_capture_is_noticed(root: Path, tmp_path: Path, calls: Calls) -> None:
+def test_another_process_capture_is_noticed(
+    root: Path, tmp_path: Path, calls: Calls, resident: Resident
+) -> None:
     """A cold CLI capturing between two served captures: its record is seen, kept."""
     data = tmp_path / "data"
-    served = Engine.open(root, data_dir_path=data)
+    served = open_served(root, data, resident)
     served.capture()
     write(root, "src/b.py", "served\n")
     first = served.capture().tree
@@ -261,8 +269,8 @@ def test_another_process_capture_is_noticed(root: Path, tmp_path: Path, calls: C
     check_manifest(served, got)
 
 
-def _served_log(root: Path, tmp_path: Path) -> tuple[Engine, list[str]]:
-    served = Engine.open(root, data_dir_path=tmp_path / "served")
+def _served_log(root: Path, tmp_path: Path, resident: Resident) -> tuple[Engine, list[str]]:
+    served = open_served(root, tmp_path / "served", resident)
     trees = [served.capture().tree]
     for step in range(3):
         write(root, f"src/t{step}.py", f"{step}\n")
@@ -273,9 +281,11 @@ def _served_log(root: Path, tmp_path: Path) -> tuple[Engine, list[str]]:
 
 
 @pytest.mark.parametrize("damage", ["truncate", "garble", "zeros"])
-def test_a_torn_log_tail_is_ignored(root: Path, tmp_path: Path, damage: str) -> None:
+def test_a_torn_log_tail_is_ignored(
+    root: Path, tmp_path: Path, damage: str, resident: Resident
+) -> None:
     """A kill -9 mid-append: the last record is ignored, the next capture is right."""
-    served, trees = _served_log(root, tmp_path)
+    served, trees = _served_log(root, tmp_path, resident)
     path = manifest_path(served)
     log = stat_cache.log_path(path)
     data = log.read_bytes()
@@ -298,16 +308,15 @@ def test_a_torn_log_tail_is_ignored(root: Path, tmp_path: Path, damage: str) -> 
     got = served.capture().tree  # the files changed under the server: read again
     assert got == cold(root, tmp_path / "cold").tree
     check_manifest(served, got)
-    watch.close_all()
-    stat_cache.forget_all()
+    resident.close()
     again = cold(root, tmp_path / "served")  # a CLI on the same store
     assert again.tree == got
     assert stat_cache._read(path).tree == got
 
 
-def test_a_log_of_another_base_is_ignored(root: Path, tmp_path: Path) -> None:
+def test_a_log_of_another_base_is_ignored(root: Path, tmp_path: Path, resident: Resident) -> None:
     """Killed between writing a new base and its empty log: the old log stays unread."""
-    served, trees = _served_log(root, tmp_path)
+    served, trees = _served_log(root, tmp_path, resident)
     path = manifest_path(served)
     log = stat_cache.log_path(path)
     old_log = log.read_bytes()
@@ -318,8 +327,10 @@ def test_a_log_of_another_base_is_ignored(root: Path, tmp_path: Path) -> None:
     assert stat_cache.load(path).tree == trees[0], "the stale log was not applied"
 
 
-def test_a_damaged_manifest_only_costs_a_rehash(root: Path, tmp_path: Path) -> None:
-    served, _trees = _served_log(root, tmp_path)
+def test_a_damaged_manifest_only_costs_a_rehash(
+    root: Path, tmp_path: Path, resident: Resident
+) -> None:
+    served, _trees = _served_log(root, tmp_path, resident)
     path = manifest_path(served)
     path.write_bytes(b"garbage")
     assert stat_cache.load(path).entries == {}
@@ -330,11 +341,11 @@ def test_a_damaged_manifest_only_costs_a_rehash(root: Path, tmp_path: Path) -> N
 
 
 def test_compaction_keeps_content(
-    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, calls: Calls
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, calls: Calls, resident: Resident
 ) -> None:
     """The log folded into a new base, again and again: nothing lost on the way."""
     monkeypatch.setattr(stat_cache, "COMPACT_MIN_BYTES", 0)
-    served = Engine.open(root, data_dir_path=tmp_path / "served")
+    served = open_served(root, tmp_path / "served", resident)
     served.capture()
     path = manifest_path(served)
     tokens = {stat_cache._read(path).token}

@@ -1001,7 +1001,7 @@ def test_13_unreadable_files_are_skipped_and_reported_never_a_crash(
 VANISHING = """
 import json, os, shutil, sys
 from pathlib import Path
-import snapshotter.store.shadow as store_mod
+import snapshotter.store.capture as store_mod
 from snapshotter.engine import Engine
 
 root, data = Path(sys.argv[1]), sys.argv[2]

@@ -12,7 +12,7 @@ import hashlib
 import os
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pygit2
@@ -24,16 +24,18 @@ from snapshotter.engine import Engine
 from snapshotter.git import index as gitindex
 from snapshotter.git import packs as packwriter
 from snapshotter.git.kinds import git_mode
+from snapshotter.git.objects import ObjectDB
 from snapshotter.git.pack_index import read_pack_index
 from snapshotter.history import maintenance as gc_mod
 from snapshotter.history import undo as history
 from snapshotter.history.recorder import Recorder
 from snapshotter.history.state_file import load
-from snapshotter.store import object_links
+from snapshotter.store import blobs, object_links
 from snapshotter.store import seeding as seed_mod
 from snapshotter.store import stat_cache as manifest_io
-from snapshotter.store.shadow import BULK_MIN_FILES, Store
-from snapshotter.store.walk import Stat
+from snapshotter.store.blobs import BULK_MIN_FILES
+from snapshotter.store.shadow import Store
+from snapshotter.store.walk import Skip, Stat
 
 FILES = 80
 assert FILES >= BULK_MIN_FILES, "enough stale files for seeding to be tried"
@@ -194,18 +196,22 @@ def lie_in_index(root: Path, rel: str, oid: str) -> None:
 def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every path a capture read and hashed (rather than seeded)."""
     seen: list[str] = []
-    bulk, one = Store._bulk, Store._hash
+    bulk, one = blobs.bulk, blobs.hash_path
 
-    def spy_bulk(self: Store, stale: list[tuple[str, Stat, object]]) -> dict[str, bytes]:
+    def spy_bulk(
+        objects: ObjectDB, root: Path, stale: Sequence[tuple[str, Stat, object]]
+    ) -> dict[str, bytes]:
         seen.extend(rel for rel, _st, _prior in stale)
-        return bulk(self, stale)
+        return bulk(objects, root, stale)
 
-    def spy_hash(self: Store, rel: str, mode: int, skipped: dict[str, object]) -> bytes | None:
+    def spy_hash(
+        objects: ObjectDB, root: Path, rel: str, mode: int, skipped: dict[str, Skip]
+    ) -> bytes | None:
         seen.append(rel)
-        return one(self, rel, mode, skipped)  # type: ignore[arg-type]
+        return one(objects, root, rel, mode, skipped)
 
-    monkeypatch.setattr(Store, "_bulk", spy_bulk)
-    monkeypatch.setattr(Store, "_hash", spy_hash)
+    monkeypatch.setattr(blobs, "bulk", spy_bulk)
+    monkeypatch.setattr(blobs, "hash_path", spy_hash)
     return seen
 
 

@@ -35,6 +35,10 @@ NOT_FOR_CAPTURE = (
     "snapshotter.history.undo",
     "snapshotter.history.journal",
     "snapshotter.history.retention",
+    # A long-lived process's state, and the captures a forked command sends its server.
+    "snapshotter.store.resident",
+    "snapshotter.store.watch",
+    "snapshotter.store.remote",
 )
 # pydantic and our modules that import it: the API's models and the hook's wire models.
 PYDANTIC = ("pydantic", "pydantic_core", "snapshotter.models", "snapshotter.hooks.wire")

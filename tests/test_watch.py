@@ -13,9 +13,10 @@ import pytest
 from builders import git, make_repo, write
 
 from snapshotter.engine import Engine
-from snapshotter.store import shadow as store_mod
+from snapshotter.store import capture as capture_mod
 from snapshotter.store import walk as scan_mod
 from snapshotter.store import watch
+from snapshotter.store.resident import Resident
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux") or watch.filesystem_type(Path.cwd()) is None,
@@ -23,12 +24,16 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-@pytest.fixture(autouse=True)
-def watching() -> Iterator[None]:
-    watch.enable()
-    yield
-    watch.enable(False)
-    watch.close_all()
+@pytest.fixture
+def resident() -> Iterator[Resident]:
+    """A long-lived process's state (the hook server's): its captures are watched."""
+    with Resident() as found:
+        yield found
+
+
+def watcher_of(resident: Resident, engine: Engine) -> watch.Watcher | None:
+    assert resident.watchers is not None
+    return resident.watchers.for_worktree(engine.root)
 
 
 class Walks:
@@ -47,8 +52,8 @@ class Walks:
             self.partial += 1
             return real_rescan(*args, **kwargs)  # type: ignore[arg-type]
 
-        monkeypatch.setattr(store_mod, "scan", counted)
-        monkeypatch.setattr(store_mod, "rescan", counted_rescan)
+        monkeypatch.setattr(capture_mod, "scan", counted)
+        monkeypatch.setattr(capture_mod, "rescan", counted_rescan)
 
 
 @pytest.fixture
@@ -57,11 +62,11 @@ def walks(monkeypatch: pytest.MonkeyPatch) -> Walks:
 
 
 @pytest.fixture
-def engine(tmp_path: Path, data_dir: Path) -> Engine:
+def engine(tmp_path: Path, data_dir: Path, resident: Resident) -> Engine:
     root = make_repo(tmp_path / "r", {"a.txt": "a\n", "src/b.py": "b\n", ".gitignore": "*.log\n"})
     if watch.filesystem_type(root) not in watch.LOCAL_FILESYSTEMS:
         pytest.skip(f"{root} is not on a local filesystem")
-    found = Engine.open(root, data_dir_path=data_dir)
+    found = Engine.open(root, data_dir_path=data_dir, resident=resident)
     assert found is not None
     return found
 
@@ -79,22 +84,17 @@ def test_nothing_changed_means_no_walk(engine: Engine, walks: Walks) -> None:
     assert walks.count == 1, "two no-change captures answered from the watcher"
 
 
-def test_disabled_always_walks(engine: Engine, walks: Walks) -> None:
-    watch.enable(False)
-    engine.capture()
-    engine.capture()
+def test_without_a_resident_always_walks(engine: Engine, walks: Walks) -> None:
+    plain = Engine.open(engine.root, data_dir_path=engine.store.root.parent.parent)
+    plain.capture()
+    plain.capture()
     assert walks.count == 2
 
 
 def plain_capture(engine: Engine) -> str:
-    """The oracle: a full walk into a store of its own, watcher off."""
+    """The oracle: a full walk into a store of its own, no watcher."""
     other = Engine.open(engine.root, data_dir_path=engine.store.root.parent.parent / "oracle")
-    assert other is not None
-    watch.enable(False)
-    try:
-        return other.capture().tree
-    finally:
-        watch.enable()
+    return other.capture().tree
 
 
 @pytest.mark.parametrize(
@@ -184,9 +184,9 @@ def test_nested_repositories_always_walk(engine: Engine, walks: Walks) -> None:
 
 
 def test_a_failed_watch_stops_trusting(
-    engine: Engine, walks: Walks, monkeypatch: pytest.MonkeyPatch
+    engine: Engine, walks: Walks, monkeypatch: pytest.MonkeyPatch, resident: Resident
 ) -> None:
-    watcher = watch.for_worktree(engine.root)
+    watcher = watcher_of(resident, engine)
     assert watcher is not None
     monkeypatch.setattr(watcher, "_add_watch", lambda *_args: -1)  # as ENOSPC would
     engine.capture()
@@ -331,19 +331,19 @@ def test_remembered_walks_are_bounded(engine: Engine, walks: Walks) -> None:
 
 
 def test_out_of_watches_stops_trying_in_this_process(
-    engine: Engine, walks: Walks, monkeypatch: pytest.MonkeyPatch
+    engine: Engine, walks: Walks, monkeypatch: pytest.MonkeyPatch, resident: Resident
 ) -> None:
     import ctypes
     import errno
 
-    watcher = watch.for_worktree(engine.root)
+    watcher = watcher_of(resident, engine)
     assert watcher is not None
     monkeypatch.setattr(watcher, "_add_watch", lambda *_args: -1)
     monkeypatch.setattr(ctypes, "get_errno", lambda: errno.ENOSPC)
     engine.capture()
     assert watcher.out_of_watches
     monkeypatch.undo()
-    assert watch.for_worktree(engine.root) is None, "no new watcher to fill up again"
+    assert watcher_of(resident, engine) is None, "no new watcher to fill up again"
     write(engine.root, "a.txt", "still seen\n")
     assert blob_at(engine, engine.capture().tree, "a.txt") == b"still seen\n"
 
@@ -357,11 +357,11 @@ def file_watches(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 
 
 def test_a_hard_link_made_after_the_walk_is_never_trusted_to_events(
-    engine: Engine, walks: Walks, tmp_path: Path, file_watches: str
+    engine: Engine, walks: Walks, tmp_path: Path, file_watches: str, resident: Resident
 ) -> None:
     """link(2) from outside raises no event in any watched directory (issue 13.17)."""
     engine.capture()
-    watcher = watch.for_worktree(engine.root)
+    watcher = watcher_of(resident, engine)
     assert watcher is not None and watcher.sweep == (file_watches == "sweep")
     outside = tmp_path / "outside-name"
     os.link(engine.root / "src/b.py", outside)
@@ -376,13 +376,18 @@ def test_a_hard_link_made_after_the_walk_is_never_trusted_to_events(
 
 @pytest.mark.parametrize("seed", range(2))
 def test_a_sweep_instead_of_file_watches_stays_exact_without_walking(
-    engine: Engine, walks: Walks, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int
+    engine: Engine,
+    walks: Walks,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    seed: int,
+    resident: Resident,
 ) -> None:
     """More files than the user's inotify allowance: every capture stats them all (16.3)."""
     monkeypatch.setattr(watch, "max_user_watches", lambda: 4)
     rng = random.Random(seed)
     engine.capture()
-    watcher = watch.for_worktree(engine.root)
+    watcher = watcher_of(resident, engine)
     assert watcher is not None and watcher.sweep and not watcher._files, "no file watches"
     for step in range(15):
         _random_step(rng, engine.root, step)
@@ -403,13 +408,17 @@ def test_a_sweep_instead_of_file_watches_stays_exact_without_walking(
 
 
 def test_out_of_watches_for_files_only_means_a_sweep(
-    engine: Engine, walks: Walks, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    engine: Engine,
+    walks: Walks,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    resident: Resident,
 ) -> None:
     """Other watchers took the room: the directories stay watched, the files are swept."""
     import ctypes
     import errno
 
-    watcher = watch.for_worktree(engine.root)
+    watcher = watcher_of(resident, engine)
     assert watcher is not None
     real = watcher._add_watch
     monkeypatch.setattr(

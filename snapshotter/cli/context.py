@@ -12,12 +12,14 @@ from snapshotter.config import DEFAULT_MAX_NEW_FILE_SIZE, format_size
 
 if TYPE_CHECKING:
     from snapshotter.engine import Engine
+    from snapshotter.engine.serving import Resident
 
 
 class Ctx:
-    def __init__(self, data_dir: str | None, verbose: bool) -> None:
+    def __init__(self, data_dir: str | None, verbose: bool, resident: Resident | None) -> None:
         self.data_dir_opt = data_dir
         self.verbose = verbose
+        self.resident = resident  # a command the hook server forked: captures go there
 
     @property
     def data_dir(self) -> Path:
@@ -41,7 +43,12 @@ class Ctx:
         if not create:
             engine = self._existing(directory, limit)
         else:
-            opened = Engine.open(directory, data_dir_path=self.data_dir, max_new_file_size=limit)
+            opened = Engine.open(
+                directory,
+                data_dir_path=self.data_dir,
+                max_new_file_size=limit,
+                resident=self.resident,
+            )
             assert opened is not None  # create=True always opens one
             engine = opened
         if engine.recovered is not None:  # a killed restore, finished or rolled back (#21.4)
@@ -55,7 +62,9 @@ class Ctx:
         this directory still on disk and the command that gets it back (issue 21.5)."""
         from snapshotter.engine.moved import open_or_locate
 
-        return open_or_locate(directory, data_dir=self.data_dir, max_new_file_size=limit)
+        return open_or_locate(
+            directory, data_dir=self.data_dir, max_new_file_size=limit, resident=self.resident
+        )
 
     def session(self, engine: Engine, explicit: str | None) -> str:
         """The session a command acts on; a turn it left open (Esc) is closed first."""

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
 from snapshotter.cli import doctor, maintenance, moved, recording, restoring, review, setup
 from snapshotter.cli.context import Ctx
+
+if TYPE_CHECKING:
+    from snapshotter.engine.serving import Resident
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -42,7 +45,8 @@ def cli(ctx: click.Context, data_dir: str | None, start_dir: str | None, verbose
         data_dir = os.path.abspath(os.path.expanduser(data_dir))  # before any -C
     if start_dir:
         os.chdir(start_dir)  # as git does: every relative path after it starts there
-    ctx.obj = Ctx(data_dir, verbose)
+    # ``main``'s resident, if any, comes in as click's obj (a command the hook server forked).
+    ctx.obj = Ctx(data_dir, verbose, resident=ctx.obj)
 
 
 for command in (
@@ -66,8 +70,12 @@ for command in (
     cli.add_command(command)
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Entry point: the one place errors become exit codes (SPEC §7)."""
+def main(argv: list[str] | None = None, resident: Resident | None = None) -> None:
+    """Entry point: the one place errors become exit codes (SPEC §7).
+
+    ``resident``: where a command forked by the hook server sends its captures
+    (cli/served.py); None everywhere else.
+    """
     args = sys.argv[1:] if argv is None else argv
     # Global options come before the command, so only look there.
     command_at = next((i for i, a in enumerate(args) if a in cli.commands), len(args))
@@ -78,7 +86,7 @@ def main(argv: list[str] | None = None) -> None:
 
     try:
         with progress.shown_on_terminal():
-            cli.main(args=args, prog_name="snapshotter", standalone_mode=False)
+            cli.main(args=args, prog_name="snapshotter", standalone_mode=False, obj=resident)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except (click.Abort, KeyboardInterrupt):

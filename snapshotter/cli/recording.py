@@ -39,11 +39,13 @@ def hook(c: Ctx, args: tuple[str, ...]) -> None:
 @pass_ctx
 def capture(c: Ctx, directory: str, max_size: str | None, max_files: int) -> None:
     """Take a snapshot now and print its tree id."""
+    from dataclasses import replace
+
     from snapshotter.cli import output
     from snapshotter.names import display
 
     engine = c.engine(directory, max_size=max_size)
-    engine.max_files = max_files
+    engine.options = replace(engine.options, max_files=max_files)
     output.progress(f"capturing{output.ELLIPSIS}")
     result = engine.capture()
     for skip in result.skipped.values():

@@ -207,12 +207,11 @@ def run_child(server: str, frames: list[bytes], fds: list[int]) -> int:
         )
         for fd, encoding in ((1, encodings[1]), (2, encodings[2]))
     )
-    remote_capture.install(server)
     from snapshotter.cli.main import main
 
     code: int = 0
     try:
-        main(args)
+        main(args, resident=remote_capture.forwarding(server))
     except SystemExit as exc:
         code = _exit_code(exc.code)
     import contextlib

@@ -23,6 +23,7 @@ from snapshotter.errors import NothingToDo
 from snapshotter.git.worktree import find_worktree
 from snapshotter.history.records import Record
 from snapshotter.history.state_file import restore_pending
+from snapshotter.store.capture import CaptureOptions
 from snapshotter.store.changes import FileDiff
 from snapshotter.store.shadow import Store
 from snapshotter.store.workspace import Workspace
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from snapshotter.history.recorder import Recorder
     from snapshotter.history.retention import Policy
     from snapshotter.models import Checkpoint, RestoreReport
+    from snapshotter.store.resident import Resident
 
 __all__ = [
     "CheckpointDiff",
@@ -83,6 +85,7 @@ class Engine(Workspace):
         max_new_file_size: int = DEFAULT_MAX_NEW_FILE_SIZE,
         max_files: int | None = DEFAULT_MAX_FILES,
         create: Literal[True] = True,
+        resident: Resident | None = None,
     ) -> Engine: ...
 
     @overload
@@ -95,6 +98,7 @@ class Engine(Workspace):
         max_new_file_size: int = DEFAULT_MAX_NEW_FILE_SIZE,
         max_files: int | None = DEFAULT_MAX_FILES,
         create: bool,
+        resident: Resident | None = None,
     ) -> Engine | None: ...
 
     @classmethod
@@ -106,12 +110,14 @@ class Engine(Workspace):
         max_new_file_size: int = DEFAULT_MAX_NEW_FILE_SIZE,
         max_files: int | None = DEFAULT_MAX_FILES,
         create: bool = True,
+        resident: Resident | None = None,
     ) -> Engine | None:
         """Open the store of the worktree containing ``directory``.
 
         Creates the store on first use, so with the default ``create=True``
         the result is always an engine. With ``create=False`` it is None when
         no snapshot was ever taken there. Raises NotAWorktree outside git.
+        ``resident``: a long-lived process's watchers and caches (the hook server's).
         """
         worktree = find_worktree(directory)
         notes: list[str] = []
@@ -120,10 +126,12 @@ class Engine(Workspace):
             worktree,
             create=create,
             recover=lambda store: _finish_restore(store, notes),
+            resident=resident,
         )
         if store is None:
             return None
-        engine = cls(worktree, store, max_new_file_size, max_files)
+        options = CaptureOptions.for_store(store.root, max_new_file_size, max_files)
+        engine = cls(worktree, store, options)
         engine.recovered = notes[0] if notes else None
         return engine
 
@@ -287,10 +295,15 @@ def open_existing(
     *,
     data_dir_path: str | os.PathLike[str] | None = None,
     max_new_file_size: int = DEFAULT_MAX_NEW_FILE_SIZE,
+    resident: Resident | None = None,
 ) -> Engine:
     """The engine of a worktree that already has snapshots; NothingToDo otherwise."""
     engine = Engine.open(
-        directory, data_dir_path=data_dir_path, create=False, max_new_file_size=max_new_file_size
+        directory,
+        data_dir_path=data_dir_path,
+        create=False,
+        max_new_file_size=max_new_file_size,
+        resident=resident,
     )
     if engine is None:
         raise NothingToDo("no snapshots recorded for this worktree yet")

@@ -18,6 +18,7 @@ from snapshotter.git.worktree import find_worktree
 from snapshotter.history.maintenance import GcReport, drop_orphans
 from snapshotter.history.retention import Policy
 from snapshotter.logfile import append
+from snapshotter.store.capture import CaptureOptions
 from snapshotter.store.layout import all_store_roots
 from snapshotter.store.shadow import Store
 
@@ -34,7 +35,7 @@ def all_engines(data_dir_path: str | os.PathLike[str] | None = None) -> list[Eng
             worktree = find_worktree(path)
         except (OSError, SnapshotterError):
             continue
-        engines.append(Engine(worktree, Store(root, worktree)))
+        engines.append(Engine(worktree, Store(root, worktree), CaptureOptions.for_store(root)))
     return engines
 
 

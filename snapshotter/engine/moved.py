@@ -17,10 +17,16 @@ from snapshotter.git.worktree import find_worktree
 from snapshotter.history import moved
 from snapshotter.history.moved import Found, Recovered
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from snapshotter.store.resident import Resident
+
 __all__ = ["Found", "Recovered", "adopt", "open_or_locate", "recover"]
 
 
-def open_or_locate(directory: str, *, data_dir: Path, max_new_file_size: int) -> Engine:
+def open_or_locate(
+    directory: str, *, data_dir: Path, max_new_file_size: int, resident: Resident | None = None
+) -> Engine:
     """``open_existing``; where it finds nothing, the history of this directory that is
     still on disk, in an error naming the command that gets it back.
 
@@ -29,7 +35,12 @@ def open_or_locate(directory: str, *, data_dir: Path, max_new_file_size: int) ->
     (``adopt``). Otherwise what ``open_existing`` raises.
     """
     try:
-        return open_existing(directory, data_dir_path=data_dir, max_new_file_size=max_new_file_size)
+        return open_existing(
+            directory,
+            data_dir_path=data_dir,
+            max_new_file_size=max_new_file_size,
+            resident=resident,
+        )
     except NotAWorktree:
         found = moved.store_of_path(data_dir, directory)
         if found is None:

@@ -12,6 +12,10 @@ from pathlib import Path
 from snapshotter.engine import Engine
 from snapshotter.history import sessions
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from snapshotter.store.resident import Resident
+
 
 def open_session(
     data_dir: Path,
@@ -21,6 +25,7 @@ def open_session(
     *,
     max_new_file_size: int,
     max_files: int | None,
+    resident: Resident | None = None,
 ) -> Engine:
     """The engine of the directory ``session_id`` works in, created on first use.
 
@@ -32,7 +37,11 @@ def open_session(
     kept = sessions.kept_dir(data_dir, session_id)
     directory = kept or sessions.first_dir(cwd, project_dir)
     engine = Engine.open(
-        directory, data_dir_path=data_dir, max_new_file_size=max_new_file_size, max_files=max_files
+        directory,
+        data_dir_path=data_dir,
+        max_new_file_size=max_new_file_size,
+        max_files=max_files,
+        resident=resident,
     )
     if kept is None:
         winner = sessions.claim(data_dir, session_id, directory)
@@ -42,6 +51,7 @@ def open_session(
                 data_dir_path=data_dir,
                 max_new_file_size=max_new_file_size,
                 max_files=max_files,
+                resident=resident,
             )
     return engine
 

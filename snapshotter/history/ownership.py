@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from snapshotter.config import Kind
 from snapshotter.history.records import Change, Mark, State
-from snapshotter.store.shadow import Capture
+from snapshotter.store.capture import Capture
 from snapshotter.store.workspace import Workspace
 
 

@@ -19,9 +19,10 @@ from snapshotter.history.ownership import owned
 from snapshotter.history.records import MAX_PENDING_TOOLS, Change, Mark, Record, State
 from snapshotter.history.settle import settle
 from snapshotter.history.state_file import editing, load
+from snapshotter.store.capture import Capture
 from snapshotter.store.changes import statuses
 from snapshotter.store.restore import check_path
-from snapshotter.store.shadow import Capture, Store
+from snapshotter.store.shadow import Store
 from snapshotter.store.workspace import Workspace
 
 
@@ -317,7 +318,7 @@ class Recorder:
         )
         files = [Change(path, status) for path, status in found]
         files, start, capture = settle(
-            self.workspace.store, start, capture, files, self.workspace.max_new_file_size
+            self.workspace.store, start, capture, files, self.workspace.options.max_new_file_size
         )  # #12.1, #13.6, #21.2
         files = owned(self.workspace, state, self.session_id, kind, start, capture, files)
         skipped = [s for s in start.new_skips(capture) if self.workspace.in_scope(s.path)]

@@ -17,7 +17,7 @@ from snapshotter.history.codec import Name
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from snapshotter.models import Checkpoint
-    from snapshotter.store.shadow import Capture
+    from snapshotter.store.capture import Capture
 
 MAX_PENDING_TOOLS = 64
 

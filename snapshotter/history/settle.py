@@ -15,7 +15,8 @@ from pathlib import Path
 
 from snapshotter.fileio import lstat_within
 from snapshotter.history.records import Change, Mark
-from snapshotter.store.shadow import Capture, Store
+from snapshotter.store.capture import Capture
+from snapshotter.store.shadow import Store
 from snapshotter.store.tree_rules import TreeRules
 from snapshotter.store.walk import Skip
 

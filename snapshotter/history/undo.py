@@ -23,8 +23,8 @@ from snapshotter.history.conflicts import refuse_changed
 from snapshotter.history.records import Mark, Record, RedoEntry, State
 from snapshotter.history.state_file import editing
 from snapshotter.models import RestoreReport
+from snapshotter.store.capture import Capture
 from snapshotter.store.restore import RestoreResult, check_path
-from snapshotter.store.shadow import Capture
 from snapshotter.store.workspace import Workspace
 
 

@@ -27,6 +27,7 @@ from snapshotter.hooks import events as ev
 
 if TYPE_CHECKING:
     from snapshotter.engine.maintenance import Policy
+    from snapshotter.engine.serving import Resident
     from snapshotter.hooks.events import Event
     from snapshotter.hooks.registry import HooksConfig, Registry
     from snapshotter.hooks.wire import HookInput, HookOutput
@@ -57,10 +58,13 @@ class SnapshotBuiltin:
         enabled: bool = True,
         data_dir_path: str | os.PathLike[str] | None = None,
         max_new_file_size: int = DEFAULT_MAX_NEW_FILE_SIZE,
+        resident: Resident | None = None,
     ) -> None:
         self.enabled = enabled
         self.data_dir = data_dir(data_dir_path)
         self.max_new_file_size = max_new_file_size
+        # A long-lived caller's watchers and caches (the hook server's: store/resident.py).
+        self.resident = resident
         self.last_session: dict[Path, str] = {}  # worktree root → newest session seen
 
     def __call__(self, hook_input: HookInput, args: list[str]) -> HookOutput | None:
@@ -98,6 +102,7 @@ class SnapshotBuiltin:
                 options.get("project_dir"),
                 max_new_file_size=limit,
                 max_files=max_files,
+                resident=self.resident,
             )
         except NotAWorktree:
             # A session that was recording (it has a directory) says once why it stopped.

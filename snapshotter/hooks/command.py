@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import BinaryIO
 
+    from snapshotter.engine.serving import Resident
+
 MAX_INPUT_BYTES = 64 * 1024 * 1024
 
 
@@ -79,10 +81,15 @@ def _via_server(raw: bytes, data_dir: str | os.PathLike[str] | None, args: list[
     return _NOT_SERVED
 
 
-def run_request(raw: bytes, data_dir: Path, args: list[str]) -> str | None:
-    """Handle one event in this process; the error (already logged), or None."""
+def run_request(
+    raw: bytes, data_dir: Path, args: list[str], resident: Resident | None = None
+) -> str | None:
+    """Handle one event in this process; the error (already logged), or None.
+
+    ``resident``: the hook server's warm state, for the captures it takes.
+    """
     try:
-        _handle(raw, data_dir, args)
+        _handle(raw, data_dir, args, resident)
     except Exception as exc:  # the agent must never be blocked by us
         from snapshotter.logfile import append
 
@@ -92,7 +99,7 @@ def run_request(raw: bytes, data_dir: Path, args: list[str]) -> str | None:
     return None
 
 
-def _handle(raw: bytes, data_dir: Path, args: list[str]) -> None:
+def _handle(raw: bytes, data_dir: Path, args: list[str], resident: Resident | None) -> None:
     import json
 
     from snapshotter.errors import BadInput
@@ -119,7 +126,8 @@ def _handle(raw: bytes, data_dir: Path, args: list[str]) -> None:
 
     source = source_of(sent, chosen)
     extra = [f"source={source}"] if source else []
-    SnapshotBuiltin(data_dir_path=data_dir).record(hook_input, [*args, *extra])
+    builtin = SnapshotBuiltin(data_dir_path=data_dir, resident=resident)
+    builtin.record(hook_input, [*args, *extra])
 
 
 def _dialect_args(args: list[str]) -> dict[str, str]:

@@ -24,9 +24,11 @@ event itself; the server handles nothing it was not told "go" for, so the
 two never both handle one event. Once the client said "go" the event is the
 server's (see ``client.send``).
 
-Two more requests use the server's warm state (issue 16.2). ``capture``
-(remote_capture.py) captures a worktree with this process's watcher, for a
-process that holds the store lock. ``cli`` runs a CLI command in a child
+The server's warm state — its inotify watchers and the stat caches it keeps
+in memory — is one ``Resident`` (store/resident.py), made here and handed
+to every capture it runs. Two more requests use it (issue 16.2). ``capture``
+(remote_capture.py) captures a worktree with it, for a process that holds
+the store lock. ``cli`` runs a CLI command in a child
 forked from this warm process, on the client's own stdin, stdout and stderr
 (sent over the socket), in its directory, environment and umask: the
 command skips Python's start-up and captures through ``capture``. The fork
@@ -55,6 +57,10 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from snapshotter.engine.serving import Resident
 
 # A forked child's work: (the client's frames, its three descriptors) -> exit code.
 CommandRunner = Callable[[list[bytes], list[int]], int]
@@ -115,11 +121,13 @@ class _Server:
         self,
         listener: socket.socket,
         path: Path,
+        resident: Resident,
         run_command: CommandRunner | None = None,
         keep_out: tuple[int, ...] = (),
     ) -> None:
         self.listener = listener
         self.path = path
+        self.resident = resident  # the warm state every capture here uses
         self.run_command = run_command
         self.keep_out = keep_out  # descriptors a forked child must not hold (the lock file)
         self.gate = _Gate()
@@ -195,7 +203,7 @@ class _Server:
                 from snapshotter.hooks import remote_capture
 
                 with self.gate.work():
-                    conn.sendall(remote_capture.serve(body))
+                    conn.sendall(remote_capture.serve(body, self.resident))
             else:
                 conn.sendall(READY)
                 self._event(conn, header, body)
@@ -214,7 +222,8 @@ class _Server:
         conn.settimeout(30.0)
         data_dir, _, args = header.decode("utf-8", "surrogateescape").partition("\0")
         with self.gate.work():
-            error = handle(body, resolve(data_dir or None), [a for a in args.split("\0") if a])
+            arguments = [a for a in args.split("\0") if a]
+            error = handle(body, resolve(data_dir or None), arguments, self.resident)
         conn.sendall(b"ok\n" if error is None else b"err " + error.encode(errors="replace") + b"\n")
 
     def _command(self, conn: socket.socket, body: bytes) -> None:
@@ -306,14 +315,17 @@ def serve(sock_path: Path, run_command: CommandRunner | None = None) -> None:
 
 
 def _run(sock_path: Path, run_command: CommandRunner | None, keep_out: tuple[int, ...]) -> None:
+    from snapshotter.engine.serving import Resident
+
     with contextlib.suppress(FileNotFoundError):
         os.unlink(sock_path)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    with listener:
+    # This process captures the same worktrees again and again: it watches them.
+    with listener, Resident() as resident:
         listener.bind(str(sock_path))
         listener.listen(64)
         _warm_up()
-        server = _Server(listener, sock_path, run_command, keep_out)
+        server = _Server(listener, sock_path, resident, run_command, keep_out)
         try:
             server.loop()
         finally:
@@ -346,13 +358,10 @@ def _exit_on_signals() -> None:
 
 def _warm_up() -> None:
     """Import everything an event needs before the first one arrives."""
-    import snapshotter.history.recorder
     import snapshotter.hooks.builtin  # noqa: F401
-    from snapshotter.git import objects
-    from snapshotter.store import watch
+    from snapshotter.engine.serving import warm_up
 
-    objects.preload()
-    watch.enable()  # this process captures the same worktrees again and again
+    warm_up()
 
 
 if __name__ == "__main__":

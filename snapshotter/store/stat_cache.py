@@ -13,9 +13,9 @@ either file holds is one some capture wrote whole, so its stat data can only
 vouch for bytes that were really there, and what it lacks is re-hashed.
 
 A watching process (the hook server) keeps the manifest in memory between
-captures (``load(keep=True)``), trusted only while both files are exactly as
-it last read or wrote them: another process's capture shows as a new stat
-signature, and the files are read again.
+captures (``Kept``, owned by its store/resident.py), trusted only while both
+files are exactly as it last read or wrote them: another process's capture
+shows as a new stat signature, and the files are read again.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from snapshotter.fileio import write_atomic
+from snapshotter.store.signature import Signature
 
 # 2: the base's entries in records of CHUNK (1: one marshal of everything, still read).
 VERSION = 2
@@ -53,9 +54,10 @@ COMPACT_RATIO = 0.25
 COMPACT_MIN_BYTES = 64 * 1024
 KEPT_MAX = 8  # manifests a watching process keeps in memory (one per store it serves)
 
-# Stat data as the walk reads it (walk.Stat: mode, size, mtime_ns, ctime_ns, inode)
-# followed by the raw blob id. Plain tuples, not NamedTuples: marshal stores
-# only exact tuples, and a 500k-file cache is built and compared on every capture.
+# Stat data as the walk reads it (walk.Stat: the mode, then signature.Signature's
+# size, mtime_ns, ctime_ns, inode) followed by the raw blob id: this order is on
+# disk. Plain tuples, not NamedTuples: marshal stores only exact tuples, and a
+# 500k-file cache is built and compared on every capture.
 Entry = tuple[int, int, int, int, int, bytes]
 # An mtime of UNTRUSTED in a cached entry marks a file written so close to its
 # capture that its stat data may not move on the next write ("racy git"): the
@@ -108,22 +110,21 @@ def log_path(path: Path) -> Path:
 # -- reading -----------------------------------------------------------------
 
 
-def load(path: Path, *, keep: bool = False) -> Manifest:
+def load(path: Path, kept: Kept | None = None) -> Manifest:
     """The manifest at ``path``: its base with every intact log record applied.
 
-    ``keep``: a watching process's copy from memory when the files are as it
+    ``kept``: a watching process's copies; its copy when the files are as it
     last saw them (the caller holds the store lock), else read and kept. The
     copy is the caller's to change through ``record`` only.
     """
-    if keep:
-        with _kept_lock:
-            kept = _kept.get(str(path))
-        if kept is not None and kept[0] == _signature(path):
-            return kept[1]
-    signature = _signature(path) if keep else None
+    if kept is None:
+        return _read(path)
+    found = kept.get(path)
+    if found is not None:
+        return found
+    signature = _signature(path)
     manifest = _read(path)
-    if keep:
-        _keep(path, manifest, signature)
+    kept.put(path, manifest, signature)
     return manifest
 
 
@@ -232,8 +233,9 @@ def _apply(manifest: Manifest, delta: Delta) -> None:
 # -- writing -----------------------------------------------------------------
 
 
-def save(path: Path, manifest: Manifest, *, keep: bool = False) -> None:
-    """Write ``manifest`` whole as a new base, with an empty log of its own."""
+def save(path: Path, manifest: Manifest, kept: Kept | None = None) -> None:
+    """Write ``manifest`` whole as a new base, with an empty log of its own
+    (and keep it in ``kept``, a watching process's copies)."""
     token = secrets.token_bytes(_TOKEN_BYTES)
     try:
         size = write_atomic(path, _base(manifest, token))
@@ -241,13 +243,14 @@ def save(path: Path, manifest: Manifest, *, keep: bool = False) -> None:
         # the old token, so it is ignored.
         write_atomic(log_path(path), _LOG_MAGIC + token)
     except BaseException:
-        forget(path)
+        if kept is not None:
+            kept.forget(path)
         raise
     manifest.token, manifest.base_size = token, size
     manifest.log_end = len(_LOG_MAGIC) + _TOKEN_BYTES
     manifest.serial = next(_serials)
-    if keep:
-        _keep(path, manifest, _signature(path))
+    if kept is not None:
+        kept.put(path, manifest, _signature(path))
 
 
 def _base(manifest: Manifest, token: bytes) -> Iterator[bytes]:
@@ -270,7 +273,7 @@ def _base(manifest: Manifest, token: bytes) -> Iterator[bytes]:
         record = dict(itertools.islice(items, CHUNK))
 
 
-def record(path: Path, manifest: Manifest, delta: Delta, *, keep: bool = False) -> None:
+def record(path: Path, manifest: Manifest, delta: Delta, kept: Kept | None = None) -> None:
     """Apply ``delta`` to ``manifest`` (as loaded from ``path``) and to the files.
 
     Appends one log record, or writes a new base when the log has grown past
@@ -288,19 +291,20 @@ def record(path: Path, manifest: Manifest, delta: Delta, *, keep: bool = False) 
         or manifest.log_end <= 0
         or grown > max(COMPACT_MIN_BYTES, manifest.base_size * COMPACT_RATIO)
     ):
-        save(path, manifest, keep=keep)
+        save(path, manifest, kept)
         return
     try:
         _append(log_path(path), manifest.log_end, payload)
     except FileNotFoundError:
-        save(path, manifest, keep=keep)  # the log went: start a new base
+        save(path, manifest, kept)  # the log went: start a new base
         return
     except BaseException:
-        forget(path)  # memory is ahead of the files now: read them again next time
+        if kept is not None:  # memory is ahead of the files now: read them again next time
+            kept.forget(path)
         raise
     manifest.log_end += _RECORD.size + len(payload)
-    if keep:
-        _keep(path, manifest, _signature(path))
+    if kept is not None:
+        kept.put(path, manifest, _signature(path))
 
 
 def _append(path: Path, end: int, payload: bytes) -> None:
@@ -317,45 +321,54 @@ def _append(path: Path, end: int, payload: bytes) -> None:
         os.close(fd)
 
 
-# -- the watching process's copy ---------------------------------------------
+# -- the watching process's copies ---------------------------------------------
 
-_kept: OrderedDict[str, tuple[object, Manifest]] = OrderedDict()
-_kept_lock = threading.Lock()  # the hook server serves stores from several threads
+
+class Kept:
+    """The manifests a watching process keeps in memory, one per store it serves.
+
+    Each copy is trusted while the files' signature (``_signature``) is the
+    one they had when it was read or written. Thread-safe: the hook server
+    serves stores from several threads (each under its store's lock).
+    """
+
+    def __init__(self) -> None:
+        self._copies: OrderedDict[str, tuple[object, Manifest]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, path: Path) -> Manifest | None:
+        """The copy of ``path``, if the files are still as it was made from."""
+        with self._lock:
+            found = self._copies.get(str(path))
+        if found is not None and found[0] == _signature(path):
+            return found[1]
+        return None
+
+    def put(self, path: Path, manifest: Manifest, signature: object) -> None:
+        """Keep ``manifest`` as the state of files whose signature was ``signature``."""
+        with self._lock:
+            self._copies[str(path)] = (signature, manifest)
+            self._copies.move_to_end(str(path))
+            while len(self._copies) > KEPT_MAX:
+                self._copies.popitem(last=False)
+
+    def forget(self, path: Path) -> None:
+        """Drop the copy of ``path`` (read the files again next time)."""
+        with self._lock, contextlib.suppress(KeyError):
+            del self._copies[str(path)]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._copies.clear()
 
 
 def _signature(path: Path) -> object:
     """Stat data of the base and the log, and the base's id the log names: another
     writer's append grows the log, its new base comes with a new random id."""
-    found: list[object] = []
-    for p in (path, log_path(path)):
-        try:
-            st = os.stat(p)
-        except OSError:
-            found.append(None)
-            continue
-        found.append((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+    found: list[object] = [Signature.at(p, follow=True) for p in (path, log_path(path))]
     try:
         with open(log_path(path), "rb") as f:
             found.append(f.read(len(_LOG_MAGIC) + _TOKEN_BYTES))
     except OSError:
         found.append(None)
     return tuple(found)
-
-
-def _keep(path: Path, manifest: Manifest, signature: object) -> None:
-    with _kept_lock:
-        _kept[str(path)] = (signature, manifest)
-        _kept.move_to_end(str(path))
-        while len(_kept) > KEPT_MAX:
-            _kept.popitem(last=False)
-
-
-def forget(path: Path) -> None:
-    """Drop the in-memory copy of ``path`` (read the files again next time)."""
-    with _kept_lock, contextlib.suppress(KeyError):
-        del _kept[str(path)]
-
-
-def forget_all() -> None:
-    with _kept_lock:
-        _kept.clear()

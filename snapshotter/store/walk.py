@@ -3,7 +3,10 @@
 The walk mirrors git: tracked paths always count, untracked ones unless an
 ignore rule drops them, ignored directories are not entered (unless they hold
 tracked files), nested repositories start their own rules, and every ``.git``
-is left out. No file content is read here; ``shadow.py`` hashes what changed.
+is left out. No file content is read here; ``capture.py`` hashes what changed.
+
+Over 400 lines on purpose: ``scan`` and ``rescan`` share one ``_Walker``,
+whose per-path loop is written out inline for speed (#16.4).
 """
 
 from __future__ import annotations
@@ -28,7 +31,9 @@ from snapshotter.names import display
 UNTRACKED_GUARD = 100_000
 UNTRACKED_RATIO = 10
 
-# mode, size, mtime_ns, ctime_ns, inode: what decides "unchanged" without reading.
+# The mode, then signature.Signature's fields (size, mtime_ns, ctime_ns, inode):
+# what decides "unchanged" without reading. A plain tuple built inline, once per
+# path of every walk; ``stat[1:]`` compares equal to the file's Signature.
 Stat = tuple[int, int, int, int, int]
 _S_IFMT = 0o170000  # stat.S_IFMT as a mask: one & instead of a call per path
 _S_IFDIR, _S_IFREG, _S_IFLNK, _S_IXUSR = stat.S_IFDIR, stat.S_IFREG, stat.S_IFLNK, stat.S_IXUSR

@@ -1,8 +1,8 @@
 """Knowing which directories changed without walking the worktree (Linux inotify).
 
-A long-lived process (the hook server, or a runtime that calls ``enable()``)
-keeps one inotify watch per directory a walk entered. An event names the
-directory whose listing or files changed; only those are listed again
+A long-lived process (one holding a ``Resident``, resident.py: the hook
+server) keeps one inotify watch per directory a walk entered. An event names
+the directory whose listing or files changed; only those are listed again
 (``scan.rescan``), and with no event at all the last tree is reused. What
 cannot be pinned to one directory — a lost-event overflow, a moved
 directory, a ``.gitignore`` edit, a failed watch — means "walk everything",
@@ -14,7 +14,7 @@ that raises no event in any watched directory, and neither does the
 (issue 13.17). So every captured file gets a watch of its own for attribute
 changes: a new link count shows as IN_ATTRIB there and its directory is
 walked again, which records the file as linked, and linked files are
-re-checked by stat on every capture (``Store._relinked``) — never trusted to
+re-checked by stat on every capture (resident.py's ``_relinked``) — never trusted to
 events. Those watches come out of the user's inotify allowance
 (``fs.inotify.max_user_watches``, shared with editors and every other
 watcher): a worktree with more files than ``FILE_WATCH_SHARE`` of it gets
@@ -27,8 +27,9 @@ watch is in place: a link made in between shows too.
 Limits, on purpose: only local filesystems (network and FUSE mounts do not
 report other machines' writes), and not for writes made through ``mmap``
 (inotify never reports those; git's fsmonitor shares the blind spot).
-Only processes that opt in use this: the hook server, and through it the CLI
-commands it forks (hooks/remote_capture.py).
+Only processes that opt in use this: those holding a ``Resident`` (the hook
+server; the CLI commands it forks send their captures to it instead,
+hooks/remote_capture.py).
 """
 
 from __future__ import annotations
@@ -38,12 +39,12 @@ import errno
 import os
 import struct
 import sys
-import threading
 import time
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from snapshotter.store.signature import RACY_WINDOW_NS, Signature
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable
@@ -103,74 +104,10 @@ LOCAL_FILESYSTEMS = frozenset(
         "nilfs2",
     }
 )
-MAX_WATCHERS = 8  # one inotify instance each; the kernel allows 128 per user
 MAX_REMEMBERED = 4  # walks kept per worktree (one per scope and settings)
 # The share of the user's inotify watches one worktree's files may take (above).
 FILE_WATCH_SHARE = 0.5
 _DEFAULT_MAX_WATCHES = 8192  # the kernel's old default, if /proc cannot say
-RACY_WINDOW_NS = 50_000_000  # as store.RACY_WINDOW_NS (which imports this module)
-
-_enabled = False
-_watchers: OrderedDict[str, Watcher] = OrderedDict()
-_unsupported: set[str] = set()
-_registry = threading.Lock()  # the hook server serves worktrees from several threads
-
-
-def enable(on: bool = True) -> None:
-    """Let this process's captures skip the walk when inotify saw nothing change.
-
-    Worth it only in a process that captures the same worktree many times.
-    """
-    global _enabled
-    _enabled = on
-
-
-def enabled() -> bool:
-    return _enabled
-
-
-def for_worktree(root: Path) -> Watcher | None:
-    """This process's watcher for ``root``; None when disabled or unsupported here."""
-    if not _enabled:
-        return None
-    with _registry:
-        return _for_worktree(str(root), root)
-
-
-def _for_worktree(key: str, root: Path) -> Watcher | None:
-    watcher = _watchers.get(key)
-    if watcher is not None and not watcher.broken:
-        _watchers.move_to_end(key)
-        return watcher
-    if watcher is not None:
-        watcher.close()
-        del _watchers[key]
-        if watcher.out_of_watches:
-            _unsupported.add(key)  # each retry would add thousands of watches, then fail
-            return None
-    if key in _unsupported:
-        return None
-    if not supported(root):
-        _unsupported.add(key)  # a network mount stays one: no need to ask again
-        return None
-    watcher = Watcher.create(root)
-    if watcher is None:
-        return None  # out of inotify instances, perhaps only for now
-    _watchers[key] = watcher
-    while len(_watchers) > MAX_WATCHERS:
-        _watchers.popitem(last=False)[1].close()
-    return watcher
-
-
-def close_all() -> None:
-    with _registry:
-        _close_all()
-
-
-def _close_all() -> None:
-    while _watchers:
-        _watchers.popitem()[1].close()
-    _unsupported.clear()
 
 
 @dataclass
@@ -187,7 +124,7 @@ class Remembered:
     scan: ScanResult  # the walk itself, for scan.rescan
     dirty: set[str] = field(default_factory=set)
     files_watched: bool = False  # every file of ``scan`` has its own watch
-    # The capture's side (store/shadow.py): the manifest state it wrote, and the
+    # The capture's side (store/capture.py): the manifest state it wrote, and the
     # paths its next capture compares whatever changed (racily clean, unread).
     serial: int = 0
     recheck: set[str] = field(default_factory=set)
@@ -335,12 +272,7 @@ class Watcher:
                 continue
             self._files.setdefault(wd, set()).add(rel)
             inodes[rel] = st[4]
-            try:
-                now = os.lstat(path)
-                moved = (now.st_size, now.st_mtime_ns, now.st_ctime_ns, now.st_ino) != st[1:]
-            except OSError:
-                moved = True
-            if moved:
+            if Signature.at(path) != st[1:]:  # None (gone) too
                 answer.dirty.add(self._absolute_dir(rel))
         self._recheck_racy_links(answer)
         answer.files_watched = not self.broken
@@ -348,7 +280,7 @@ class Watcher:
     def _recheck_racy_links(self, answer: Remembered) -> None:
         """Linked files modified just before the walk are looked at again next time.
 
-        Their stat data is all ``Store._relinked`` has, and a write through the
+        Their stat data is all resident.py's ``_relinked`` has, and a write through the
         other name within the clock's granularity leaves it unchanged (the
         "racy git" problem): one more walk of their directory, once they are
         older than the window, settles them.

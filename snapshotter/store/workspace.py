@@ -11,12 +11,12 @@ import dataclasses
 from collections.abc import Collection, Iterable
 from pathlib import Path
 
-from snapshotter.config import DEFAULT_MAX_FILES, DEFAULT_MAX_NEW_FILE_SIZE, sessions_dir
 from snapshotter.git.kinds import Entry
 from snapshotter.git.worktree import Worktree
 from snapshotter.store import changes as changes_mod
 from snapshotter.store import restore as restore_mod
-from snapshotter.store.shadow import Capture, Store
+from snapshotter.store.capture import Capture, CaptureOptions, take
+from snapshotter.store.shadow import Store
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -26,31 +26,18 @@ if TYPE_CHECKING:
 class Workspace:
     """Snapshots of one worktree, limited to its scope (a subdirectory, or all of it)."""
 
-    def __init__(
-        self,
-        worktree: Worktree,
-        store: Store,
-        max_new_file_size: int = DEFAULT_MAX_NEW_FILE_SIZE,
-        max_files: int | None = DEFAULT_MAX_FILES,
-        *,
-        guard: bool = True,
-    ) -> None:
+    def __init__(self, worktree: Worktree, store: Store, options: CaptureOptions) -> None:
         self.worktree = worktree
-        self.guard = guard  # refuse a home directory (walk.py); off for restores
         self.store = store
-        self.max_new_file_size = max_new_file_size
-        self.max_files = max_files
-        # Our own files, should the data directory lie inside the worktree.
-        data = store.root.parent.parent
-        self._excluded = frozenset({str(store.root.parent), str(sessions_dir(data))})
+        self.options = options  # what every capture of this workspace is asked
 
     def with_scope(self, scope: str) -> Workspace:
         """This workspace over another part of the same worktree (same store)."""
         if scope == self.worktree.scope:
             return self
         worktree = dataclasses.replace(self.worktree, scope=scope)
-        store = Store(self.store.root, worktree, lock=self.store.locked())
-        return type(self)(worktree, store, self.max_new_file_size, self.max_files, guard=self.guard)
+        store = Store(self.store.root, worktree, self.store.locked(), self.store.resident)
+        return type(self)(worktree, store, self.options)
 
     def unguarded(self) -> Workspace:
         """All of the worktree, with no file cap and no home-directory guard.
@@ -59,9 +46,8 @@ class Workspace:
         and it must hold every path the restore may touch.
         """
         whole = self.with_scope("")
-        return Workspace(
-            whole.worktree, whole.store, whole.max_new_file_size, max_files=None, guard=False
-        )
+        options = dataclasses.replace(self.options, max_files=None, guard=False)
+        return Workspace(whole.worktree, whole.store, options)
 
     @property
     def root(self) -> Path:
@@ -73,10 +59,19 @@ class Workspace:
         return self.worktree.in_scope(rel)
 
     def capture(self) -> Capture:
-        """Snapshot the worktree now: its tree id, and the files it had to skip."""
-        return self.store.capture(
-            self.max_new_file_size, self._excluded, self.max_files, self.guard
-        )
+        """Snapshot the worktree now: its tree id, and the files it had to skip.
+
+        Taken by the hook server when this process is a command it forked
+        (remote.py), else here.
+        """
+        store = self.store
+        if store.resident is None or store.resident.forward is None:
+            return take(store, self.options)  # (its lock once: a nested acquire costs 40 µs)
+        from snapshotter.store import remote  # only in a command the hook server forked
+
+        with store.locked():  # held for the server too: it captures under our lock
+            found = remote.ask(store, self.options)
+            return found if found is not None else take(store, self.options)
 
     def changes(self, before: str, after: str | None = None) -> list[FileChange]:
         """Changed files in scope from ``before`` to ``after`` (default: now)."""
