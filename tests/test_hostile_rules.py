@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import git, write
+from builders import git, write
 
 from snapshotter.git import ignore
 from snapshotter.git.worktree import find_worktree
