@@ -13,15 +13,7 @@ from pathlib import Path
 
 import pygit2
 import pytest
-
-# Builders live in builders.py; these names stay importable from here for the
-# files that still import them from conftest.
-from builders import REPO_FILES as REPO_FILES
-from builders import git as git
-from builders import make_repo as make_repo
-from builders import reachable as reachable
-from builders import snapshot_dir_bytes as snapshot_dir_bytes
-from builders import write as write
+from builders import REPO_FILES, make_repo
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from conftest import git, write
+from builders import git, write
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

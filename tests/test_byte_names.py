@@ -15,8 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from builders import hook_ok
-from conftest import git, make_repo, write
+from builders import git, hook_ok, make_repo, write
 
 from snapshotter import names
 from snapshotter.models import FileChange

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pygit2
-from conftest import write
+from builders import write
 
 from snapshotter.cli.diff_render import stat_text
 from snapshotter.engine import Engine

@@ -14,8 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from builders import hook_ok
-from conftest import git, write
+from builders import git, hook_ok, write
 
 
 def snapshotter(

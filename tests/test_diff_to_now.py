@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import git, make_repo, write
+from builders import git, make_repo, write
 
 from snapshotter.cli.main import main
 

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pygit2
 import pytest
-from conftest import git, make_repo, write
-from conftest import reachable as conftest_reachable
+from builders import git, make_repo, write
+from builders import reachable as conftest_reachable
 
 from snapshotter.engine import Engine
 from snapshotter.engine.maintenance import run_detached

@@ -16,7 +16,7 @@ from typing import Any
 
 import filelock
 import pytest
-from conftest import make_repo, write
+from builders import make_repo, write
 
 from snapshotter.config import stores_dir
 from snapshotter.engine import Engine

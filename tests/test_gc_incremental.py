@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pygit2
 import pytest
-from conftest import make_repo, reachable, write
+from builders import make_repo, reachable, write
 
 from snapshotter.engine import Engine
 from snapshotter.git import packs as packwriter

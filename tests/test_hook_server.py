@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import make_repo, write
+from builders import make_repo, write
 
 from snapshotter.engine import Engine
 from snapshotter.hooks import client

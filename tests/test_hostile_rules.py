@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import git, write
+from builders import git, write
 
 from snapshotter import fileio
 from snapshotter.git import rule_files, wildmatch

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from conftest import git, write
+from builders import git, write
 
 from snapshotter.git.worktree import find_worktree
 from snapshotter.store.walk import scan

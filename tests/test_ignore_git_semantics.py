@@ -18,7 +18,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import git, write
+from builders import git, write
 
 from snapshotter.git import ignore
 from snapshotter.git.worktree import find_worktree

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import git, make_repo, write
+from builders import git, make_repo, write
 
 from snapshotter.engine import Engine
 from snapshotter.history import undo as history

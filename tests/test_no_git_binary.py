@@ -9,7 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from conftest import write
+from builders import write
 
 SCRIPT = textwrap.dedent(
     """

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import write
+from builders import write
 
 SESSION = "sess-pager"
 FAKE_PAGER = """#!/bin/sh

@@ -17,7 +17,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import make_repo, write
+from builders import make_repo, write
 
 from snapshotter.config import stores_dir
 from snapshotter.engine import Engine

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import write
+from builders import write
 
 WITHOUT = {
     "getuid": "for name in ('getuid', 'geteuid'):\n    delattr(os, name)\n",

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import write
+from builders import write
 
 from snapshotter.hooks import events as ev
 from snapshotter.hooks.builtin import AUTO_EVENTS, BUILTIN_NAME, register_snapshot

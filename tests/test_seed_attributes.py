@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import git, make_repo, write
+from builders import git, make_repo, write
 from test_seed import blob_at, hashed_tree, index_file, open_engine, settle, stored
 
 from snapshotter.git import index as gitindex

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pygit2
-from conftest import git, write
+from builders import git, write
 
 from snapshotter.git import index as gitindex
 from snapshotter.git import tracked

@@ -6,7 +6,7 @@ import os
 import stat
 from pathlib import Path
 
-from conftest import git, make_repo, snapshot_dir_bytes, write
+from builders import git, make_repo, snapshot_dir_bytes, write
 
 from snapshotter.engine import Engine
 from snapshotter.history import maintenance as gc_mod

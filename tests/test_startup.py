@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
-from conftest import make_repo, write
+from builders import make_repo, write
 
 from snapshotter.engine import Engine
 from snapshotter.hooks import client

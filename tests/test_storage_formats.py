@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pygit2
 import pytest
-from conftest import git, make_repo, write
+from builders import git, make_repo, write
 
 from snapshotter.engine import Engine
 from snapshotter.errors import TooManyFiles
