@@ -35,7 +35,8 @@ from snapshotter.store import seeding as seed_mod
 from snapshotter.store import stat_cache as manifest_io
 from snapshotter.store.blobs import BULK_MIN_FILES
 from snapshotter.store.shadow import Store
-from snapshotter.store.walk import Skip, Stat
+from snapshotter.store.skips import Skip
+from snapshotter.store.walk import Stat
 
 FILES = 80
 assert FILES >= BULK_MIN_FILES, "enough stale files for seeding to be tried"

@@ -13,6 +13,7 @@ from typing import Literal
 
 from snapshotter.config import Kind, Status, now_iso
 from snapshotter.history.codec import Name
+from snapshotter.store.skips import Why
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -82,7 +83,7 @@ class Mark:
     """A capture remembered as the start of a span (turn, tool, session)."""
 
     tree: str
-    skips: dict[Name, tuple[str, int, int]] = field(default_factory=dict)  # reason, size, mtime
+    skips: dict[Name, tuple[str, int, int]] = field(default_factory=dict)  # Why, size, mtime
     next_id: int  # the store's next checkpoint id when the span started
     tool_use_id: str | None = None
     tool_name: str = ""
@@ -92,16 +93,21 @@ class Mark:
 
     @classmethod
     def of(cls, capture: Capture, next_id: int) -> Mark:
-        skips = {p: (s.reason, s.size, s.mtime_ns) for p, s in capture.skipped.items()}
+        skips = {p: (s.why.value, s.size, s.mtime_ns) for p, s in capture.skipped.items()}
         return cls(tree=capture.tree, skips=skips, next_id=next_id, at=capture.started)
 
     def new_skips(self, later: Capture) -> list[Skipped]:
-        """Skips of ``later`` that appeared or changed since this mark."""
+        """Skips of ``later`` that appeared or changed since this mark: compared by
+        kind, size and time, never by the sentence (rewording one is no new skip)."""
         return [
             Skipped(p, s.reason)
             for p, s in sorted(later.skipped.items())
-            if self.skips.get(p) != (s.reason, s.size, s.mtime_ns)
+            if not self._kept(p, s.why, s.size, s.mtime_ns)
         ]
+
+    def _kept(self, path: str, why: Why, size: int, mtime_ns: int) -> bool:
+        kept = self.skips.get(path)
+        return kept is not None and kept[1:] == (size, mtime_ns) and Why.of(kept[0]) == why
 
 
 @dataclass(kw_only=True)

@@ -17,10 +17,8 @@ from snapshotter.fileio import lstat_within
 from snapshotter.history.records import Change, Mark
 from snapshotter.store.capture import Capture
 from snapshotter.store.shadow import Store
+from snapshotter.store.skips import Skip, Why
 from snapshotter.store.tree_rules import TreeRules
-from snapshotter.store.walk import Skip
-
-LEFT_CAPTURE = "no longer captured: an ignore rule or the size limit leaves it out now"
 
 
 def settle(
@@ -52,7 +50,7 @@ def settle(
             st = _lstat_within(root, f.path)
             if st is not None and not stat.S_ISDIR(st.st_mode):
                 edits[f.path] = None
-                skipped.setdefault(f.path, Skip(f.path, LEFT_CAPTURE, st.st_size, st.st_mtime_ns))
+                skipped.setdefault(f.path, Skip(f.path, Why.LEFT, "", st.st_size, st.st_mtime_ns))
     if not edits:
         return files, start, capture
     tree = store.edit_tree(start.tree, edits)

@@ -19,7 +19,8 @@ from snapshotter.git import packs as packwriter
 from snapshotter.git.kinds import BLOB, MODE_LINK, ObjectId
 from snapshotter.git.objects import ObjectDB, ObjectError
 from snapshotter.store.signature import Signature
-from snapshotter.store.walk import Skip, Stat
+from snapshotter.store.skips import Skip, Why
+from snapshotter.store.walk import Stat
 
 # From this many files to hash, one pack beats one loose object per file.
 BULK_MIN_FILES = 64
@@ -107,7 +108,7 @@ def hash_path(
         if kind != (stat.S_IFLNK if mode == MODE_LINK else stat.S_IFREG):
             # Replaced since the walk (by a directory, a link, or a FIFO whose
             # read would block forever): the next capture sees what it became.
-            skipped[rel] = Skip(rel, "changed while capturing")
+            skipped[rel] = Skip(rel, Why.CHANGED)
             return None
         if mode == MODE_LINK:
             return put(objects, BLOB, os.fsencode(os.readlink(path)))
@@ -115,14 +116,14 @@ def hash_path(
             return _hash_big(objects, path)
         data = read_stable(path)
         if data is None:
-            skipped[rel] = Skip(rel, "changed while capturing")
+            skipped[rel] = Skip(rel, Why.CHANGED)
             return None
         return put(objects, BLOB, data)  # never a freshening write (#12.4)
     except FileNotFoundError:
         return None  # vanished while we looked: it is simply not there any more
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENXIO):  # became a link or socket meanwhile
-            skipped[rel] = Skip(rel, "changed while capturing")
+            skipped[rel] = Skip(rel, Why.CHANGED)
             return None
         _unreadable(rel, path, exc, skipped)
     except ObjectError as exc:
@@ -153,7 +154,7 @@ def _unreadable(rel: str, path: str, exc: Exception, skipped: dict[str, Skip]) -
         return  # it went meanwhile
     if readable:
         raise exc
-    skipped[rel] = Skip(rel, f"unreadable: {getattr(exc, 'strerror', None) or exc}")
+    skipped[rel] = Skip(rel, Why.UNREADABLE, getattr(exc, "strerror", None) or str(exc))
 
 
 def _readable(path: str) -> bool | None:

@@ -35,7 +35,8 @@ from snapshotter.git.objects import ObjectError
 from snapshotter.store import blobs, refusals, stat_cache
 from snapshotter.store.shadow import Store
 from snapshotter.store.signature import RACY_WINDOW_NS
-from snapshotter.store.walk import ScanResult, Skip, Stat, rescan, scan
+from snapshotter.store.skips import Skip
+from snapshotter.store.walk import ScanResult, Stat, rescan, scan
 
 if TYPE_CHECKING:
     # Only a process holding a Resident imports it (and watch.py): not a hook on its own.

@@ -25,7 +25,7 @@ from snapshotter.store.capture import Capture, CaptureOptions, take
 from snapshotter.store.layout import HeldElsewhere
 from snapshotter.store.resident import Resident
 from snapshotter.store.shadow import Store
-from snapshotter.store.walk import Skip
+from snapshotter.store.skips import Skip, Why
 
 
 def ask(store: Store, options: CaptureOptions) -> Capture | None:
@@ -62,8 +62,8 @@ def _answer(data: dict[str, object]) -> Capture:
             kind = errors.CaptureFailed
         raise kind(str(data.get("message", "")))
     skipped = {
-        str(rel): Skip(str(path), str(reason), int(size), int(mtime))
-        for rel, path, reason, size, mtime in data["skipped"]  # type: ignore[attr-defined]
+        str(rel): Skip(str(path), Why(why), str(detail), int(size), int(mtime))
+        for rel, path, why, detail, size, mtime in data["skipped"]  # type: ignore[attr-defined]
     }
     return Capture(str(data["tree"]), skipped, int(data["started"]))  # type: ignore[call-overload]
 
@@ -101,7 +101,8 @@ def serve(body: bytes, resident: Resident) -> bytes:
         reply: dict[str, object] = {
             "tree": found.tree,
             "skipped": [
-                [rel, s.path, s.reason, s.size, s.mtime_ns] for rel, s in found.skipped.items()
+                [rel, s.path, s.why.value, s.detail, s.size, s.mtime_ns]
+                for rel, s in found.skipped.items()
             ],
             "started": found.started,
         }

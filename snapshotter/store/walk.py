@@ -24,6 +24,7 @@ from snapshotter.git.kinds import MODE_EXEC, MODE_FILE, MODE_GITLINK, MODE_LINK
 from snapshotter.git.repo_context import RepoContext, global_rules, nested_context, top_context
 from snapshotter.git.worktree import Worktree
 from snapshotter.names import display
+from snapshotter.store.skips import Skip, Why
 
 # Without an explicit file cap, a walk that finds this many untracked files,
 # and UNTRACKED_RATIO times more than the index tracks, is a home directory or
@@ -37,14 +38,6 @@ UNTRACKED_RATIO = 10
 Stat = tuple[int, int, int, int, int]
 _S_IFMT = 0o170000  # stat.S_IFMT as a mask: one & instead of a call per path
 _S_IFDIR, _S_IFREG, _S_IFLNK, _S_IXUSR = stat.S_IFDIR, stat.S_IFREG, stat.S_IFLNK, stat.S_IXUSR
-
-
-@dataclass(frozen=True)
-class Skip:
-    path: str
-    reason: str
-    size: int = 0
-    mtime_ns: int = 0
 
 
 @dataclass
@@ -281,7 +274,7 @@ class _Walker:
         except OSError as exc:
             if d.rel != d.ctx.prefix and os.path.lexists(os.path.join(dir_abs, ".git")):
                 self._nested(d)  # still a repository of its own, if an unreadable one
-            self._skip(d.rel, f"unreadable directory: {exc.strerror}")
+            self._skip(d.rel, Why.UNREADABLE_DIR, exc.strerror)
             return []
         progress.tick(len(entries))
         present = has_git = False
@@ -342,7 +335,7 @@ class _Walker:
             except FileNotFoundError:
                 continue
             except OSError as exc:
-                self._skip(rel, f"unreadable: {exc.strerror}")
+                self._skip(rel, Why.UNREADABLE, exc.strerror)
                 continue
             st_mode = st.st_mode
             kind = st_mode & _S_IFMT
@@ -360,12 +353,12 @@ class _Walker:
             elif kind == _S_IFLNK:
                 mode = MODE_LINK
             else:
-                self._skip(rel, "not a regular file or symlink")
+                self._skip(rel, Why.SPECIAL)
                 continue
             size = st.st_size
             if not tracked and mode != MODE_LINK and size > limit and rel not in previous:
                 self.result.skipped[rel] = Skip(
-                    rel, f"new file larger than {limit} bytes", size, st.st_mtime_ns
+                    rel, Why.TOO_LARGE, str(limit), size, st.st_mtime_ns
                 )
                 continue
             found[rel] = (mode, size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
@@ -418,5 +411,5 @@ class _Walker:
                 f"files against {self.tracked_total:,} tracked ones"
             )
 
-    def _skip(self, rel: str, reason: str) -> None:
-        self.result.skipped[rel] = Skip(rel, reason)
+    def _skip(self, rel: str, why: Why, detail: str | None = "") -> None:
+        self.result.skipped[rel] = Skip(rel, why, detail or "")
