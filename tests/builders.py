@@ -5,8 +5,15 @@
 - hook players: ``run_hook`` / ``hook_ok`` start ``snapshotter hook`` as a real
   process fed an event as JSON on stdin, as docker-agent and Claude Code do
   (``event`` and ``claude_event`` build the two payload shapes; ``turn`` plays
-  a docker-agent turn); ``hook_in_process`` calls the function behind it here;
-- commands: ``run_cli`` in a process, ``run_cli_in_process`` through ``cli.main``;
+  a docker-agent turn); ``hook_in_process`` (``hook_in_process_ok``) calls the
+  function behind it here;
+- commands: ``run_cli`` in a process (text, or bytes with ``text=False``),
+  ``run_cli_in_process`` through ``cli.main``;
+- the API: ``open_engine`` (an ``Engine`` on a store that is created if need
+  be), ``hook_input`` (the ``HookInput`` a runtime's event parses to),
+  ``keep_loose`` (captures that leave packing to gc);
+- the hook server: ``wait_for`` its socket (the ``server_socket`` fixture in
+  conftest.py turns the server on);
 - state readers: ``listed`` (``snapshotter list --json``), and for what no
   command shows (pending tool marks, ``next_id``) the one store's ``state.json``;
 - sizes: ``fast_and_full`` parametrizes a stress test with a fast run for the
@@ -24,12 +31,21 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import pygit2
 import pytest
+
+from snapshotter.config import DEFAULT_MAX_FILES, DEFAULT_MAX_NEW_FILE_SIZE
+
+if TYPE_CHECKING:  # the package is imported where used: conftest loads this module first
+    from snapshotter.engine import Engine
+    from snapshotter.hooks.wire import HookInput
+    from snapshotter.store.capture import Snapshot
+    from snapshotter.store.resident import Resident
 
 # -- sizes: a fast run by default, the full-size one on demand -------------------------------
 
@@ -134,6 +150,48 @@ def claude_event(name: str, session: str, cwd: Path | str, **fields: Any) -> dic
     }
 
 
+def hook_input(name: str, cwd: Path | str, session: str = "s", **fields: Any) -> HookInput:
+    """The ``HookInput`` a docker-agent ``event`` parses to, for the builtin called here."""
+    from snapshotter.hooks.wire import HookInput
+
+    return HookInput(**event(name, cwd, session, **fields))
+
+
+# -- the API ---------------------------------------------------------------------------------
+
+
+def open_engine(
+    root: Path,
+    data_dir: Path,
+    *,
+    max_new_file_size: int = DEFAULT_MAX_NEW_FILE_SIZE,
+    max_files: int | None = DEFAULT_MAX_FILES,
+    resident: Resident | None = None,
+) -> Engine:
+    """``Engine.open(root)`` on the store in ``data_dir``, created on first use.
+
+    ``resident``: the watchers and caches of a hook server, for an engine as
+    the server opens it.
+    """
+    from snapshotter.engine import Engine
+
+    engine: Engine | None = Engine.open(
+        root,
+        data_dir_path=data_dir,
+        max_new_file_size=max_new_file_size,
+        max_files=max_files,
+        resident=resident,
+    )
+    assert engine is not None, f"Engine.open({root}) should create a store"
+    return engine
+
+
+def keep_loose(_snapshot: Snapshot, loose: int) -> int:
+    """A stand-in for ``Snapshot._pack_if_many`` (monkeypatched): captures leave every
+    loose object they write loose, for a gc to pack (its threshold unchanged)."""
+    return loose
+
+
 # -- real processes --------------------------------------------------------------------------
 
 # ``python -m snapshotter``: this venv's interpreter, whatever is on PATH.
@@ -141,15 +199,20 @@ SNAPSHOTTER: tuple[str, ...] = (sys.executable, "-m", "snapshotter")
 
 
 def argv(
-    data_dir: Path | None, *args: str | Path, command: Sequence[str] = SNAPSHOTTER
+    data_dir: Path | None, *args: str | bytes | Path, command: Sequence[str] = SNAPSHOTTER
 ) -> list[str]:
-    """``snapshotter [--data-dir DIR] ARGS`` (no ``--data-dir``: the environment's)."""
+    """``snapshotter [--data-dir DIR] ARGS`` (no ``--data-dir``: the environment's).
+
+    A ``bytes`` argument (a path that is not UTF-8) is decoded as the OS does
+    (``os.fsdecode``), so the process receives exactly those bytes.
+    """
     option = ["--data-dir", str(data_dir)] if data_dir is not None else []
-    return [*command, *option, *map(str, args)]
+    return [*command, *option, *map(os.fsdecode, args)]
 
 
+@overload
 def run_cli(
-    *args: str | Path,
+    *args: str | bytes | Path,
     data_dir: Path | None = None,
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
@@ -157,18 +220,56 @@ def run_cli(
     errors: str = "strict",
     command: Sequence[str] = SNAPSHOTTER,
     prefix: Sequence[str] = (),
-) -> subprocess.CompletedProcess[str]:
-    """``snapshotter ARGS`` in its own process; ``env`` is laid over this one's."""
+    text: Literal[True] = True,
+) -> subprocess.CompletedProcess[str]: ...
+
+
+@overload
+def run_cli(
+    *args: str | bytes | Path,
+    data_dir: Path | None = None,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 120,
+    errors: str = "strict",
+    command: Sequence[str] = SNAPSHOTTER,
+    prefix: Sequence[str] = (),
+    text: Literal[False],
+) -> subprocess.CompletedProcess[bytes]: ...
+
+
+def run_cli(
+    *args: str | bytes | Path,
+    data_dir: Path | None = None,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 120,
+    errors: str = "strict",
+    command: Sequence[str] = SNAPSHOTTER,
+    prefix: Sequence[str] = (),
+    text: bool = True,
+) -> subprocess.CompletedProcess[str] | subprocess.CompletedProcess[bytes]:
+    """``snapshotter ARGS`` in its own process; ``env`` is laid over this one's.
+
+    ``text=False``: the output as the bytes printed (names that are not UTF-8).
+    """
     return subprocess.run(
         [*prefix, *argv(data_dir, *args, command=command)],
         capture_output=True,
-        text=True,
-        errors=errors,
+        text=text,
+        errors=errors if text else None,
         check=False,
         timeout=timeout,
         cwd=cwd,
         env={**os.environ, **(env or {})},
     )
+
+
+def cli_ok(*args: str | Path, data_dir: Path | None = None, cwd: Path | None = None) -> str:
+    """``snapshotter ARGS`` in its own process: it must exit 0; its stdout."""
+    done = run_cli(*args, data_dir=data_dir, cwd=cwd)
+    assert done.returncode == 0, f"snapshotter {' '.join(map(str, args))} failed: {done.stderr}"
+    return done.stdout
 
 
 def run_cli_in_process(
@@ -257,6 +358,15 @@ def turn(
     hook_ok(event("turn_end", root, session), data_dir)
 
 
+def wait_for(path: Path, present: bool = True, limit: float = 60) -> None:
+    """Until ``path`` exists (``present=False``: is gone), as a hook server's socket
+    appears once the first hook started it; fails after ``limit`` seconds."""
+    deadline = time.monotonic() + limit
+    while path.exists() != present and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert path.exists() == present, f"{path} {'never appeared' if present else 'stayed'}"
+
+
 def hook_in_process(
     sent: Mapping[str, Any] | bytes, data_dir: Path | None, args: Sequence[str] = ()
 ) -> tuple[int, str, str]:
@@ -267,6 +377,15 @@ def hook_in_process(
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = command.run(io.BytesIO(payload(sent)), data_dir, list(args))
     return code, out.getvalue(), err.getvalue()
+
+
+def hook_in_process_ok(
+    sent: Mapping[str, Any], data_dir: Path | None, args: Sequence[str] = ()
+) -> str:
+    """``hook_in_process``, which must exit 0 (SPEC §6); its stderr (what it warned about)."""
+    code, _out, err = hook_in_process(sent, data_dir, args)
+    assert code == 0, f"hook {sent.get('hook_event_name')} exited {code}: {err}"
+    return err
 
 
 # -- state read back -------------------------------------------------------------------------

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pygit2
 import pytest
-from builders import git, make_repo, write
+from builders import git, make_repo, open_engine, write
 
-from snapshotter.config import DEFAULT_MAX_NEW_FILE_SIZE
 from snapshotter.engine import Engine
 from snapshotter.errors import NotAWorktree
 
@@ -20,16 +19,6 @@ LIMIT = 2 * MIB  # SPEC §3: new files above 2 MiB are skipped by default
 MODE_FILE = 0o100644
 MODE_EXEC = 0o100755
 MODE_LINK = 0o120000
-
-
-def open_engine(
-    directory: Path, data_dir: Path, max_new_file_size: int = DEFAULT_MAX_NEW_FILE_SIZE
-) -> Engine:
-    engine: Engine | None = Engine.open(
-        directory, data_dir_path=data_dir, max_new_file_size=max_new_file_size
-    )
-    assert engine is not None, f"Engine.open({directory}) should create a store"
-    return engine
 
 
 def listing(engine: Engine, tree: str) -> dict[str, int]:

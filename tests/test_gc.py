@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pygit2
 import pytest
-from builders import git, make_repo, write
+from builders import git, keep_loose, make_repo, open_engine, write
 from builders import reachable as conftest_reachable
 
 from snapshotter.engine import Engine
@@ -31,7 +31,7 @@ from snapshotter.fileio import TEMP_PREFIX
 from snapshotter.git import packs as packwriter
 from snapshotter.git.pack_index import read_pack_index
 from snapshotter.history import maintenance as gc_mod
-from snapshotter.history import undo as history
+from snapshotter.history import undo
 from snapshotter.history.recorder import Recorder
 from snapshotter.history.retention import Policy
 from snapshotter.history.state_file import load, save
@@ -40,6 +40,7 @@ from snapshotter.hooks.builtin import SnapshotBuiltin
 from snapshotter.hooks.wire import HookInput
 from snapshotter.logfile import log_path
 from snapshotter.store import compaction, object_files
+from snapshotter.store.capture import Snapshot
 from snapshotter.store.shadow import Store
 
 KEEP_ALL = Policy(max_age_days=None, max_checkpoints=None, max_store_bytes=None)
@@ -60,12 +61,6 @@ class Step:
 
 
 # -- helpers -----------------------------------------------------------------
-
-
-def open_engine(directory: Path, data_dir: Path) -> Engine:
-    engine = Engine.open(directory, data_dir_path=data_dir)
-    assert engine is not None, f"Engine.open({directory}) should create a store"
-    return engine
 
 
 def disk_state(root: Path, skip: str | None = None) -> Disk:
@@ -259,16 +254,16 @@ def undo_redo_exact(
     sessions change, left out of the comparison.
     """
     for step in reversed(steps):
-        report = history.undo_last(engine, step.session)
+        report = undo.undo_last(engine, step.session)
         assert report.checkpoint == [step.checkpoint], (
             f"undo in {step.session} reverted {report.checkpoint}, expected {step.checkpoint}"
         )
         assert_disk(engine.root, step.before, f"after undoing checkpoint {step.checkpoint}", skip)
     for session in {s.session for s in steps} if complete else ():
         with pytest.raises(NothingToDo):
-            history.undo_last(engine, session)
+            undo.undo_last(engine, session)
     for step in steps:
-        report = history.redo(engine, step.session)
+        report = undo.redo(engine, step.session)
         assert report.checkpoint == [step.checkpoint], (
             f"redo in {step.session} re-applied {report.checkpoint}, expected {step.checkpoint}"
         )
@@ -383,12 +378,12 @@ def test_gc_keeps_what_a_pending_turn_and_the_redo_stack_need(
     users = b"the user's own edit, recorded nowhere else\n"
     write(root, touched[0], users)
     with_user_edit = disk_state(root)
-    history.undo_last(engine, "s", force=True)
+    undo.undo_last(engine, "s", force=True)
     for _ in range(2):
         gc_mod.collect(open_engine(root, data_dir), policy=KEEP_ALL)
         assert has_object(engine.store, object_id(users)), "the redo entry's tree lost a blob"
     assert_packed(engine.store, "after gc with a redo entry")
-    history.redo(engine, "s")
+    undo.redo(engine, "s")
     assert_disk(root, with_user_edit, "redo after gc puts back the user's edit exactly")
 
     # An open turn: its start tree (with the user's pending.txt) is named by
@@ -500,7 +495,7 @@ def test_sessions_older_than_max_age_are_dropped_newest_kept(
     assert not has_object(engine.store, markers["old"]), "its unique objects are freed"
     assert has_object(engine.store, markers["mid"]) and has_object(engine.store, markers["new"])
     with pytest.raises(NothingToDo):
-        history.undo_last(engine, "old")
+        undo.undo_last(engine, "old")
     assert_live_objects_present(engine)
 
     # mid's objects are packed by now: compact frees them however few they are
@@ -680,7 +675,7 @@ def test_git_gc_prune_in_the_source_repo_does_not_break_undo(
     gc_mod.collect(engine)
     undo_redo_exact(open_engine(root, data_dir), steps)
     for _ in steps:
-        history.undo_last(engine, "s")
+        undo.undo_last(engine, "s")
     assert (root / "notes/notes.txt").read_bytes() == v1, "undo brings v1 back from our store"
 
 
@@ -877,7 +872,7 @@ def test_session_end_runs_a_bounded_gc(
         calls[-1]["report"] = engine.gc(budget_s=budget_s, policy=policy)
 
     monkeypatch.setattr(detached_gc, "start", inline)
-    monkeypatch.setattr(packwriter, "LOOSE_PACK_AT", 10**9)  # leave the packing to session_end
+    monkeypatch.setattr(Snapshot, "_pack_if_many", keep_loose)  # leave the packing to session_end
     builtin.handle(hook(root, "s", "session_start"), [])
     steps = []
     for turn in range(10):  # enough loose objects (or packs) to be worth compacting
@@ -962,5 +957,5 @@ def test_session_end_never_fails_when_gc_fails(
     cps = load(engine.store).checkpoints
     assert [cp.label for cp in cps] == ["interrupted"], "the open turn was recorded before gc"
     assert log_path(data_dir).exists(), "the gc failure is logged"
-    history.undo_last(engine, "s")
+    undo.undo_last(engine, "s")
     assert (root / "src/m0/f0.txt").read_text() == "original 0\n", "undo works after it"

@@ -16,15 +16,14 @@ from typing import Any
 
 import filelock
 import pytest
-from builders import make_repo, write
+from builders import keep_loose, make_repo, open_engine, write
 
 from snapshotter.config import stores_dir
-from snapshotter.engine import Engine
 from snapshotter.git import packs as packwriter
 from snapshotter.git.kinds import BLOB
 from snapshotter.git.loose import loose_files
 from snapshotter.history import maintenance as gc_mod
-from snapshotter.history import undo as history
+from snapshotter.history import undo
 from snapshotter.history.recorder import Recorder
 from snapshotter.history.retention import Policy
 from snapshotter.history.state_file import load, save
@@ -32,13 +31,8 @@ from snapshotter.hooks import detached_gc
 from snapshotter.hooks.builtin import SnapshotBuiltin
 from snapshotter.hooks.wire import HookInput
 from snapshotter.store import compaction, loose_packing
+from snapshotter.store.capture import Snapshot
 from snapshotter.store.shadow import Store
-
-
-def open_engine(root: Path, data_dir: Path) -> Engine:
-    engine = Engine.open(root, data_dir_path=data_dir)
-    assert engine is not None
-    return engine
 
 
 def lock_is_free(store: Store) -> bool:
@@ -112,7 +106,7 @@ def test_gc_writes_packs_without_the_store_lock(
     engine = open_engine(root, data_dir)
     rec = Recorder(engine, "s")
     rec.session_start()
-    monkeypatch.setattr(packwriter, "LOOSE_PACK_AT", 10**9)  # the loose objects wait for gc
+    monkeypatch.setattr(Snapshot, "_pack_if_many", keep_loose)  # the loose objects wait for gc
     for turn in range(2):
         rec.turn_start()
         for i in range(packwriter.LOOSE_PACK_AT // 20 + 1):  # ten files a capture: loose objects
@@ -150,7 +144,7 @@ def test_gc_writes_packs_without_the_store_lock(
     gc_mod.collect(engine, policy=Policy(None, None, None), compact=True)  # a full one
     monkeypatch.undo()
     assert calls == ["write", "copy"] * 2, f"the full gc rewrote without the lock: {calls}"
-    assert history.undo_last(open_engine(root, data_dir), "s").restored == ["a.txt"]
+    assert undo.undo_last(open_engine(root, data_dir), "s").restored == ["a.txt"]
 
 
 @pytest.mark.parametrize("where", ["loose", "packed"])

@@ -22,14 +22,14 @@ from pathlib import Path
 
 import pygit2
 import pytest
-from builders import make_repo, reachable, write
+from builders import make_repo, open_engine, reachable, write
 
 from snapshotter.engine import Engine
 from snapshotter.git import packs as packwriter
 from snapshotter.git.loose import loose_files
 from snapshotter.git.pack_index import read_pack_index
 from snapshotter.history import maintenance as gc_mod
-from snapshotter.history import undo as history
+from snapshotter.history import undo
 from snapshotter.history.recorder import Recorder
 from snapshotter.history.retention import Policy
 from snapshotter.history.state_file import load, save
@@ -40,12 +40,6 @@ KEEP_ALL = Policy(max_age_days=None, max_checkpoints=None, max_store_bytes=None)
 ISO = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 Files = dict[str, bytes]
-
-
-def open_engine(root: Path, data_dir: Path) -> Engine:
-    engine = Engine.open(root, data_dir_path=data_dir)
-    assert engine is not None, f"a store for {root}"
-    return engine
 
 
 def files(root: Path) -> Files:
@@ -124,9 +118,9 @@ def undo_redo_newest(engine: Engine, session: Session, what: str) -> None:
     """The session's newest turn undoes to exactly what was before it, and redoes."""
     fresh = open_engine(engine.root, engine.store.root.parent.parent)  # a new process would
     cp, before, after = session.turns[-1]
-    assert history.undo_last(fresh, session.name).checkpoint == [cp], f"{what}: undo"
+    assert undo.undo_last(fresh, session.name).checkpoint == [cp], f"{what}: undo"
     assert files(engine.root) == before, f"{what}: undo restores the worktree exactly"
-    assert history.redo(fresh, session.name).checkpoint == [cp], f"{what}: redo"
+    assert undo.redo(fresh, session.name).checkpoint == [cp], f"{what}: redo"
     assert files(engine.root) == after, f"{what}: redo restores the worktree exactly"
 
 

@@ -39,9 +39,10 @@ from builders import (
     event,
     files_of,
     git,
-    hook_in_process,
+    hook_in_process_ok,
     load_state,
     make_repo,
+    open_engine,
     run_cli,
     run_cli_in_process,
     run_hook,
@@ -91,9 +92,7 @@ def cli_proc(
 
 def hook(data_dir: Path, root: Path, name: str, session: str = SESSION, **fields: Any) -> str:
     """One event through the real hook entry point, in-process; returns its stderr."""
-    code, _out, err = hook_in_process(event(name, root, session, **fields), data_dir)
-    assert code == 0, f"hook {name} exited {code}: {err}"
-    return err
+    return hook_in_process_ok(event(name, root, session, **fields), data_dir)
 
 
 @dataclass
@@ -198,12 +197,6 @@ def tree_entries(engine: Engine, tree: str) -> dict[str, tuple[int, bytes]]:
                 assert isinstance(blob, pygit2.Blob)
                 found[rel] = (int(entry.filemode), blob.data)
     return found
-
-
-def open_engine(root: Path, data_dir: Path) -> Engine:
-    engine = Engine.open(root, data_dir_path=data_dir)
-    assert engine is not None
-    return engine
 
 
 def temp_leftovers(*dirs: Path) -> list[str]:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pygit2
 import pytest
-from builders import git, make_repo, write
+from builders import git, make_repo, open_engine, write
 from builders import reachable as conftest_reachable
 
 from snapshotter.engine import Engine
@@ -27,7 +27,7 @@ from snapshotter.git.kinds import git_mode
 from snapshotter.git.objects import ObjectDB
 from snapshotter.git.pack_index import read_pack_index
 from snapshotter.history import maintenance as gc_mod
-from snapshotter.history import undo as history
+from snapshotter.history import undo
 from snapshotter.history.recorder import Recorder
 from snapshotter.history.state_file import load
 from snapshotter.store import blobs, object_links
@@ -88,12 +88,6 @@ def committed(
         git(root, "repack", "-adq")
         git(root, "prune-packed")
     return root
-
-
-def open_engine(root: Path, data_dir: Path) -> Engine:
-    engine = Engine.open(root, data_dir_path=data_dir)
-    assert engine is not None
-    return engine
 
 
 def hashed_tree(root: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> str:
@@ -544,12 +538,12 @@ def test_undo_survives_the_source_pruning_what_was_seeded(
         now = {str(p.relative_to(root)): p.read_bytes() for p in worktree_files(root)}
         assert now == originals, "undo gives back the exact bytes"
 
-    history.undo_last(engine, "s")
+    undo.undo_last(engine, "s")
     assert_originals()
-    history.redo(engine, "s")
+    undo.redo(engine, "s")
     assert (root / edited[0]).read_bytes() == f"v2 of {edited[0]}\n".encode()
     gc_mod.collect_store(engine.store)
-    history.undo_last(open_engine(root, data_dir), "s")
+    undo.undo_last(open_engine(root, data_dir), "s")
     assert_originals()
 
 
@@ -593,7 +587,7 @@ def test_gc_keeps_shared_packs_as_they_are_until_the_source_drops_them(
     assert not (pack_dir / src_pack.name).exists(), "a pack no longer shared is compacted"
     assert shared(engine.store) == []
     assert reachable(engine.store) == live, "every live object is still there"
-    history.undo_last(open_engine(root, data_dir), "s")
+    undo.undo_last(open_engine(root, data_dir), "s")
     assert (root / "src/d0/f0.txt").read_text() == source_files()["src/d0/f0.txt"]
 
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from builders import git, make_repo, write
+from builders import git, make_repo, open_engine, write
 
 from snapshotter.engine import Engine
 from snapshotter.store import capture as capture_mod
@@ -66,9 +66,7 @@ def engine(tmp_path: Path, data_dir: Path, resident: Resident) -> Engine:
     root = make_repo(tmp_path / "r", {"a.txt": "a\n", "src/b.py": "b\n", ".gitignore": "*.log\n"})
     if watch.filesystem_type(root) not in watch.LOCAL_FILESYSTEMS:
         pytest.skip(f"{root} is not on a local filesystem")
-    found = Engine.open(root, data_dir_path=data_dir, resident=resident)
-    assert found is not None
-    return found
+    return open_engine(root, data_dir, resident=resident)
 
 
 def blob_at(engine: Engine, tree: str, rel: str) -> bytes | None:
