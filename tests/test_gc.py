@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pygit2
 import pytest
-from builders import git, keep_loose, make_repo, open_engine, write
+from builders import git, hook_input, keep_loose, make_repo, open_engine, write
 from builders import reachable as conftest_reachable
 
 from snapshotter.engine import Engine
@@ -37,7 +37,6 @@ from snapshotter.history.retention import Policy
 from snapshotter.history.state_file import load, save
 from snapshotter.hooks import detached_gc
 from snapshotter.hooks.builtin import SnapshotBuiltin
-from snapshotter.hooks.wire import HookInput
 from snapshotter.logfile import log_path
 from snapshotter.store import compaction, object_files
 from snapshotter.store.capture import Snapshot
@@ -854,10 +853,6 @@ def test_temp_files_of_this_and_older_versions_go_when_the_store_opens(
 # -- session_end ----------------------------------------------------------------------
 
 
-def hook(root: Path, session: str, event: str) -> HookInput:
-    return HookInput(session_id=session, cwd=str(root), hook_event_name=event)
-
-
 def test_session_end_runs_a_bounded_gc(
     tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -873,22 +868,22 @@ def test_session_end_runs_a_bounded_gc(
 
     monkeypatch.setattr(detached_gc, "start", inline)
     monkeypatch.setattr(Snapshot, "_pack_if_many", keep_loose)  # leave the packing to session_end
-    builtin.handle(hook(root, "s", "session_start"), [])
+    builtin.handle(hook_input("session_start", root), [])
     steps = []
     for turn in range(10):  # enough loose objects (or packs) to be worth compacting
         before = disk_state(root)
-        builtin.handle(hook(root, "s", "turn_start"), [])
+        builtin.handle(hook_input("turn_start", root), [])
         for i in range(30):
             path = write(root, f"many/t{turn}/f{i:02}.txt", f"turn {turn} file {i}\n")
             # Not "racily clean": a file this fresh is hashed again by the next capture,
             # and three turns of those (>= 64 files) would go to a pack, not loose.
             old = time.time() - 5
             os.utime(path, (old, old))
-        cp = builtin.handle(hook(root, "s", "turn_end"), [])
+        cp = builtin.handle(hook_input("turn_end", root), [])
         assert cp is not None, "the turn recorded"
         steps.append(Step("s", cp.id, before, disk_state(root)))
     before = disk_state(root)
-    builtin.handle(hook(root, "s", "turn_start"), [])
+    builtin.handle(hook_input("turn_start", root), [])
     write(root, "README.md", "changed in a turn the runtime never ended\n")
     engine = open_engine(root, data_dir)
     packs_before = [n for n in pack_files(engine.store) if n.endswith(".idx")]
@@ -897,7 +892,7 @@ def test_session_end_runs_a_bounded_gc(
     )
     assert calls == [], "no gc before session_end"
 
-    last = builtin.handle(hook(root, "s", "session_end"), [])
+    last = builtin.handle(hook_input("session_end", root), [])
     assert last is not None and last.label == "interrupted", "session_end closes the open turn"
     steps.append(Step("s", last.id, before, disk_state(root)))
     assert len(calls) == 1, f"session_end runs gc once: {calls}"
@@ -911,12 +906,12 @@ def test_session_end_runs_a_bounded_gc(
 
     # A session_end with little to do defers the work (the next run picks it up).
     before = disk_state(root)
-    builtin.handle(hook(root, "s", "turn_start"), [])
+    builtin.handle(hook_input("turn_start", root), [])
     write(root, "README.md", "one more change\n")
-    cp = builtin.handle(hook(root, "s", "turn_end"), [])
+    cp = builtin.handle(hook_input("turn_end", root), [])
     assert cp is not None
     steps.append(Step("s", cp.id, before, disk_state(root)))
-    builtin.handle(hook(root, "s", "session_end"), [])
+    builtin.handle(hook_input("session_end", root), [])
     report = calls[-1]["report"]
     assert isinstance(report, gc_mod.GcReport) and report.reason, (
         f"a bounded gc with a few loose objects is deferred: {report}"
@@ -924,7 +919,7 @@ def test_session_end_runs_a_bounded_gc(
     assert loose_objects(engine.store), "deferred: the few loose objects are still there"
 
     # When retention drops checkpoints, the bounded gc rewrites the store to free them.
-    builtin.handle(hook(root, "s", "session_end"), ["max_checkpoints=3"])
+    builtin.handle(hook_input("session_end", root), ["max_checkpoints=3"])
     report = calls[-1]["report"]
     assert isinstance(report, gc_mod.GcReport), f"session_end reports a GcReport: {report!r}"
     assert len(report.dropped.checkpoints) == 9, f"12 checkpoints, 3 kept: {report.dropped}"
@@ -939,8 +934,8 @@ def test_session_end_never_fails_when_gc_fails(
 ) -> None:
     root = small_repo(tmp_path / "repo")
     builtin = SnapshotBuiltin(data_dir_path=data_dir)
-    builtin(hook(root, "s", "session_start"), [])
-    builtin(hook(root, "s", "turn_start"), [])
+    builtin(hook_input("session_start", root), [])
+    builtin(hook_input("turn_start", root), [])
     write(root, "src/m0/f0.txt", "edited, turn left open\n")
 
     def broken(*_args: object, **_kwargs: object) -> None:
@@ -952,7 +947,7 @@ def test_session_end_never_fails_when_gc_fails(
         run_detached(data, str(worktree), budget_s, policy)
 
     monkeypatch.setattr(detached_gc, "start", inline)  # the detached process's body, here
-    assert builtin(hook(root, "s", "session_end"), []) is None, "the event returns normally"
+    assert builtin(hook_input("session_end", root), []) is None, "the event returns normally"
     engine = open_engine(root, data_dir)
     cps = load(engine.store).checkpoints
     assert [cp.label for cp in cps] == ["interrupted"], "the open turn was recorded before gc"

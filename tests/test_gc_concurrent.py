@@ -16,7 +16,7 @@ from typing import Any
 
 import filelock
 import pytest
-from builders import keep_loose, make_repo, open_engine, write
+from builders import hook_input, keep_loose, make_repo, open_engine, write
 
 from snapshotter.config import stores_dir
 from snapshotter.git import packs as packwriter
@@ -29,7 +29,6 @@ from snapshotter.history.retention import Policy
 from snapshotter.history.state_file import load, save
 from snapshotter.hooks import detached_gc
 from snapshotter.hooks.builtin import SnapshotBuiltin
-from snapshotter.hooks.wire import HookInput
 from snapshotter.store import compaction, loose_packing
 from snapshotter.store.capture import Snapshot
 from snapshotter.store.shadow import Store
@@ -64,12 +63,9 @@ def test_gc_session_end_starts_gc_detached_and_never_runs_it_itself(
     monkeypatch.setattr(gc_mod, "collect_store", refuse)
     monkeypatch.setattr(subprocess, "Popen", FakePopen)
 
-    def event(name: str) -> HookInput:
-        return HookInput(session_id="s", cwd=str(root), hook_event_name=name)
-
-    builtin.handle(event("turn_start"), [])
+    builtin.handle(hook_input("turn_start", root), [])
     write(root, "a.txt", "changed\n")
-    cp = builtin.handle(event("session_end"), ["max_checkpoints=3"])
+    cp = builtin.handle(hook_input("session_end", root), ["max_checkpoints=3"])
     assert cp is not None and cp.label == "interrupted", "the open turn is recorded first"
     assert in_process == [], "session_end must not run gc within the hook's time"
     assert len(started) == 1, f"one detached gc process started: {started}"
