@@ -1,14 +1,15 @@
 """Shared test builders: real git repositories, real hook processes, state read back.
 
 - repositories: ``make_repo`` (``git init``, files, ``git commit`` with the real
-  git CLI), ``write``, ``git``;
+  git CLI), ``write``, ``apply_edits``, ``git``;
 - hook players: ``run_hook`` / ``hook_ok`` start ``snapshotter hook`` as a real
   process fed an event as JSON on stdin, as docker-agent and Claude Code do
   (``event`` and ``claude_event`` build the two payload shapes; ``turn`` plays
   a docker-agent turn); ``hook_in_process`` (``hook_in_process_ok``) calls the
   function behind it here;
-- commands: ``run_cli`` in a process (text, or bytes with ``text=False``),
-  ``run_cli_in_process`` through ``cli.main``;
+- commands: ``run_cli`` in a process (text, or bytes with ``text=False``;
+  ``cli_ok`` when it must succeed), ``run_cli_in_process`` through ``cli.main``
+  (a ``Run``);
 - the API: ``open_engine`` (an ``Engine`` on a store that is created if need
   be), ``hook_input`` (the ``HookInput`` a runtime's event parses to),
   ``keep_loose`` (captures that leave packing to gc);
@@ -29,10 +30,12 @@ import contextlib
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
@@ -81,6 +84,19 @@ def write(root: Path, rel: str, content: str | bytes = "", mode: int | None = No
     if mode is not None:
         os.chmod(path, mode)
     return path
+
+
+def apply_edits(root: Path, edits: Mapping[str, str | bytes | None]) -> None:
+    """An agent's edits: each path written with its content, or removed (None), a
+    directory with all it holds."""
+    for rel, content in edits.items():
+        path = root / rel
+        if content is not None:
+            write(root, rel, content)
+        elif path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
 
 
 def make_repo(
@@ -207,7 +223,7 @@ def argv(
     (``os.fsdecode``), so the process receives exactly those bytes.
     """
     option = ["--data-dir", str(data_dir)] if data_dir is not None else []
-    return [*command, *option, *map(os.fsdecode, args)]
+    return [*command, *option, *(os.fsdecode(a) if isinstance(a, bytes) else str(a) for a in args)]
 
 
 @overload
@@ -265,36 +281,86 @@ def run_cli(
     )
 
 
-def cli_ok(*args: str | Path, data_dir: Path | None = None, cwd: Path | None = None) -> str:
-    """``snapshotter ARGS`` in its own process: it must exit 0; its stdout."""
-    done = run_cli(*args, data_dir=data_dir, cwd=cwd)
+def cli_ok(root: Path, *args: str | Path, data_dir: Path | None = None) -> str:
+    """``snapshotter ARGS`` in its own process, run in ``root`` as a user would: it must
+    exit 0; its stdout."""
+    done = run_cli(*args, data_dir=data_dir, cwd=root)
     assert done.returncode == 0, f"snapshotter {' '.join(map(str, args))} failed: {done.stderr}"
     return done.stdout
 
 
+@dataclass
+class Run:
+    """What a command run here did: its exit code, stdout and stderr."""
+
+    code: int
+    out: str
+    err: str
+
+    @classmethod
+    def of(cls, done: subprocess.CompletedProcess[str]) -> Run:
+        return cls(done.returncode, done.stdout, done.stderr)
+
+    def one_line_error(self, *needles: str) -> None:
+        """An error the way SPEC §7 wants it: one line on stderr, no traceback."""
+        lines = self.err.strip().splitlines()
+        assert len(lines) == 1, f"expected exactly one stderr line, got {self.err!r}"
+        assert "Traceback" not in self.err, f"traceback leaked to stderr: {self.err!r}"
+        for needle in needles:
+            assert needle in self.err, f"expected {needle!r} in stderr {self.err!r}"
+
+
 def run_cli_in_process(
-    *args: str | Path, data_dir: Path | None = None, cwd: Path | None = None
-) -> subprocess.CompletedProcess[str]:
+    *args: str | Path,
+    data_dir: Path | None = None,
+    cwd: Path | None = None,
+    stdin: bytes | None = None,
+) -> Run:
     """``snapshotter ARGS`` through ``cli.main`` (what the console script runs), here.
 
     For tests about what a command does rather than about the process (its
-    encoding, its terminal): no interpreter start-up per command.
+    encoding, its terminal): no interpreter start-up per command. ``stdin``:
+    what the command reads (a hook's event). Its output streams are binary
+    underneath, as a process's are (``diff`` writes bytes).
     """
     from snapshotter.cli.main import main
 
-    out, err = io.StringIO(), io.StringIO()
+    out, err = _text_stream(), _text_stream()
     line = argv(data_dir, *args, command=())
     with contextlib.ExitStack() as stack:
         if cwd is not None:
             stack.enter_context(contextlib.chdir(cwd))
         stack.enter_context(contextlib.redirect_stdout(out))
         stack.enter_context(contextlib.redirect_stderr(err))
+        if stdin is not None:
+            stack.enter_context(_stdin_from(stdin))
         try:
             main(line)
             code = 0
         except SystemExit as exc:
             code = 0 if exc.code is None else exc.code if isinstance(exc.code, int) else 1
-    return subprocess.CompletedProcess(line, code, out.getvalue(), err.getvalue())
+    return Run(code, _text_of(out), _text_of(err))
+
+
+def _text_stream() -> io.TextIOWrapper:
+    return io.TextIOWrapper(io.BytesIO(), encoding="utf-8", newline="", write_through=True)
+
+
+def _text_of(stream: io.TextIOWrapper) -> str:
+    stream.flush()
+    buffer = stream.buffer
+    assert isinstance(buffer, io.BytesIO)
+    return buffer.getvalue().decode(errors="replace")
+
+
+@contextlib.contextmanager
+def _stdin_from(data: bytes) -> Iterator[None]:
+    saved = sys.stdin
+    sys.stdin = io.TextIOWrapper(io.BytesIO(data))
+    try:
+        yield
+    finally:
+        sys.stdin = saved
 
 
 def payload(sent: Mapping[str, Any] | bytes) -> bytes:
@@ -349,12 +415,15 @@ def hook_ok(
 
 
 def turn(
-    root: Path, session: str, files: Mapping[str, str | bytes], data_dir: Path | None = None
+    root: Path,
+    session: str,
+    files: Mapping[str, str | bytes | None],
+    data_dir: Path | None = None,
 ) -> None:
-    """A docker-agent turn through real hook processes: turn_start, the edits, turn_end."""
+    """A docker-agent turn through real hook processes: turn_start, the edits
+    (``apply_edits``), turn_end."""
     hook_ok(event("turn_start", root, session), data_dir)
-    for rel, text in files.items():
-        write(root, rel, text)
+    apply_edits(root, files)
     hook_ok(event("turn_end", root, session), data_dir)
 
 

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
-from builders import argv, event, hook_ok, make_repo, run_cli, wait_for, write
+from builders import argv, event, hook_ok, make_repo, run_cli, turn, wait_for, write
 
 from snapshotter.hooks import client
 
@@ -79,19 +79,6 @@ def snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
     return found
 
 
-def agent_turn(
-    root: Path, data_dir: Path, files: Mapping[str, str | None], session: str = "s"
-) -> None:
-    """A turn through real hook processes (served): edits and deletions."""
-    hook_ok(event("turn_start", root, session), data_dir)
-    for rel, text in files.items():
-        if text is None:
-            (root / rel).unlink()
-        else:
-            write(root, rel, text)
-    hook_ok(event("turn_end", root, session), data_dir)
-
-
 def test_capture_through_the_server_sees_every_edit_since_its_last_capture(
     tmp_path: Path, data_dir: Path, server_socket: Path
 ) -> None:
@@ -121,9 +108,7 @@ def test_undo_and_redo_through_the_server_match_a_process_of_their_own(
         (root / "gone.txt").chmod(0o755)
         session = f"s-{served}"  # a session works in one worktree
         start_server(root, data_dir, server_socket, session)
-        agent_turn(
-            root, data_dir, {"a.txt": "agent\n", "gone.txt": None, "added.txt": "x\n"}, session
-        )
+        turn(root, session, {"a.txt": "agent\n", "gone.txt": None, "added.txt": "x\n"}, data_dir)
         after_turn = snapshot(root)
         runs = []
         for command in ("undo", "redo", "undo"):
@@ -166,7 +151,7 @@ def test_directory_umask_and_environment_are_the_clients(
 ) -> None:
     root = make_repo(tmp_path / "r", {"sub/a.txt": "a\n", "b.txt": "b\n"})
     start_server(root, data_dir, server_socket)
-    agent_turn(root, data_dir, {"sub/a.txt": None, "b.txt": "agent\n"})
+    turn(root, "s", {"sub/a.txt": None, "b.txt": "agent\n"}, data_dir)
     mask = os.umask(0o027)
     try:
         code, _out, err, where = cli(
@@ -268,7 +253,7 @@ def test_ctrl_c_reaches_the_command(
     big = "".join(f"line {i}\n" for i in range(200_000))
     root = make_repo(tmp_path / "r", {"big.txt": big})
     start_server(root, data_dir, server_socket)
-    agent_turn(root, data_dir, {"big.txt": big.replace("line", "LINE")})
+    turn(root, "s", {"big.txt": big.replace("line", "LINE")}, data_dir)
     where = tmp_path / "where"
     environ = {**os.environ, "WHERE_FILE": str(where)}
     if not served:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import files_of, hook_ok, listed, load_state, make_repo, run_cli
+from builders import cli_ok, files_of, hook_ok, listed, load_state, make_repo
 from test_claude_code_recorded import substitute
 
 from snapshotter.cli.replay import apply_edits
@@ -55,12 +55,6 @@ def tree(root: Path) -> dict[str, bytes]:
 
 def committed(repo: dict[str, str]) -> dict[str, bytes]:
     return {path: text.encode() for path, text in repo.items()}
-
-
-def cli_ok(root: Path, *args: str) -> str:
-    done = run_cli(*args, cwd=root)
-    assert done.returncode == 0, f"snapshotter {' '.join(args)} failed: {done.stderr}"
-    return done.stdout
 
 
 def test_the_recorded_fixtures_are_what_the_replay_expects() -> None:

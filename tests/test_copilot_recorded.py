@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import files_of, hook_ok, listed, make_repo
-from test_claude_code_recorded import cli_ok, substitute
+from builders import cli_ok, files_of, hook_ok, listed, make_repo
+from test_claude_code_recorded import substitute
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "sessions" / "copilot" / "session.json"
 REPO = {"a.txt": "a as committed\n", "b.txt": "b as committed\n", "f.txt": "f as committed\n"}

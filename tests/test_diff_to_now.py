@@ -7,46 +7,25 @@ Checkpoints are recorded by ``snapshotter hook`` events (in-process, through
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import re
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import git, make_repo, write
-
-from snapshotter.cli.main import main
+from builders import Run, apply_edits, git, make_repo, run_cli_in_process, write
 
 SESSION = "sess-diff"
-
-
-@dataclass
-class Run:
-    code: int
-    out: str
-    err: str
 
 
 class Sn:
     """``sn("diff", "1")`` runs ``snapshotter diff 1`` through ``main``, as a user would."""
 
-    def __init__(self, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):
-        self.capsys, self.monkeypatch = capsys, monkeypatch
-
     def __call__(self, *args: Any, stdin: bytes | None = None) -> Run:
-        self.capsys.readouterr()
-        if stdin is not None:
-            self.monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
-        with pytest.raises(SystemExit) as exited:
-            main([str(a) for a in args])
-        captured = self.capsys.readouterr()
-        assert isinstance(exited.value.code, int), f"exit code {exited.value.code!r}"
-        return Run(exited.value.code, captured.out, captured.err)
+        return run_cli_in_process(*args, stdin=stdin)
 
     def event(self, root: Path, name: str, cwd: Path | None = None) -> None:
         payload = {"hook_event_name": name, "session_id": SESSION, "cwd": str(cwd or root)}
@@ -62,21 +41,17 @@ class Sn:
     ) -> None:
         """One agent turn that makes ``edits`` (None deletes the file) and ``modes``."""
         self.event(root, "turn_start", cwd)
-        for rel, content in edits.items():
-            if content is None:
-                (root / rel).unlink()
-            else:
-                write(root, rel, content)
+        apply_edits(root, edits)
         for rel, mode in (modes or {}).items():
             os.chmod(root / rel, mode)
         self.event(root, "turn_end", cwd)
 
 
 @pytest.fixture
-def sn(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Sn:
+def sn(monkeypatch: pytest.MonkeyPatch) -> Sn:
     monkeypatch.delenv("NO_COLOR", raising=False)
     monkeypatch.delenv("COLUMNS", raising=False)
-    return Sn(capsys, monkeypatch)
+    return Sn()
 
 
 def newest_id(sn: Sn, root: Path) -> int:

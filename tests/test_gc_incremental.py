@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pygit2
 import pytest
-from builders import make_repo, open_engine, reachable, write
+from builders import apply_edits, make_repo, open_engine, reachable
 
 from snapshotter.engine import Engine
 from snapshotter.git import packs as packwriter
@@ -104,11 +104,7 @@ class Session:
         root = self.engine.root
         before = files(root)
         self.recorder.turn_start()
-        for rel, content in edits.items():
-            if content is None:
-                (root / rel).unlink()
-            else:
-                write(root, rel, content)
+        apply_edits(root, edits)
         cp = self.recorder.turn_end("stop")
         assert cp is not None, f"a turn of {self.name} changed files"
         self.turns.append((cp.id, before, files(root)))

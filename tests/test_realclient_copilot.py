@@ -35,8 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import files_of, listed, make_repo, run_cli
-from test_claude_code_recorded import cli_ok
+from builders import cli_ok, files_of, listed, make_repo, run_cli
 from test_copilot_recorded import assert_turns_and_undo, tree
 from test_realclient_claude import _unshare_works, no_hook_failures, run_fake
 

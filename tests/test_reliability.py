@@ -29,13 +29,14 @@ import sys
 import time
 import unicodedata
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pygit2
 import pytest
 from builders import (
+    Run,
+    apply_edits,
     event,
     files_of,
     git,
@@ -95,32 +96,12 @@ def hook(data_dir: Path, root: Path, name: str, session: str = SESSION, **fields
     return hook_in_process_ok(event(name, root, session, **fields), data_dir)
 
 
-@dataclass
-class Run:
-    code: int
-    out: str
-    err: str
-
-
 def cli(data_dir: Path, *args: str | Path) -> Run:
     """``snapshotter --data-dir DIR ARGS`` through ``cli.main``, in-process."""
-    done = run_cli_in_process(*args, data_dir=data_dir)
-    return Run(done.returncode, done.stdout, done.stderr)
+    return run_cli_in_process(*args, data_dir=data_dir)
 
 
 Edits = dict[str, str | bytes | None]
-
-
-def apply(root: Path, edits: Edits) -> None:
-    for rel, content in edits.items():
-        path = root / rel
-        if content is None:
-            if path.is_dir() and not path.is_symlink():
-                shutil.rmtree(path)
-            else:
-                path.unlink()
-        else:
-            write(root, rel, content)
 
 
 def turn(
@@ -128,7 +109,7 @@ def turn(
 ) -> None:
     """One agent turn through the hook: turn_start, the edits, turn_end; quietly."""
     assert hook(data_dir, root, "turn_start", session) == ""
-    edits() if callable(edits) else apply(root, edits)
+    edits() if callable(edits) else apply_edits(root, edits)
     err = hook(data_dir, root, "turn_end", session, reason="normal")
     assert err == "", f"turn_end reported a failure: {err}"
 
@@ -1138,7 +1119,7 @@ def test_15_restores_never_write_outside_the_worktree(tmp_path: Path, data_dir: 
     engine = open_engine(root, data_dir)
     trees = []
     for version in ("v0", "v0b", "v1"):
-        apply(
+        apply_edits(
             root,
             {
                 "sub/f.txt": f"f {version}\n",
@@ -1228,7 +1209,7 @@ def test_15_restores_never_write_outside_the_worktree(tmp_path: Path, data_dir: 
                     for k in now.keys() | worktree_before.keys()
                     if now.get(k) != worktree_before.get(k)
                 } <= {"cfg.txt"}, where
-                apply(root, {"cfg.txt": "cfg v1\n"})
+                apply_edits(root, {"cfg.txt": "cfg v1\n"})
             assert snapshot_dir_bytes(root / ".git") == git_before, f"{where} wrote into .git"
     state_file.write_bytes(pristine)
     assert not (root / ".git/hooks/pre-commit").exists()
