@@ -1,7 +1,7 @@
 """Shared test builders: real git repositories, real hook processes, state read back.
 
 - repositories: ``make_repo`` (``git init``, files, ``git commit`` with the real
-  git CLI), ``write``, ``apply_edits``, ``git``;
+  git CLI), ``write``, ``edit_files``, ``git``;
 - hook players: ``run_hook`` / ``hook_ok`` start ``snapshotter hook`` as a real
   process fed an event as JSON on stdin, as docker-agent and Claude Code do
   (``event`` and ``claude_event`` build the two payload shapes; ``turn`` plays
@@ -17,6 +17,9 @@
   conftest.py turns the server on);
 - state readers: ``listed`` (``snapshotter list --json``), and for what no
   command shows (pending tool marks, ``next_id``) the one store's ``state.json``;
+  ``blob_at`` reads a snapshot's file, ``worktree_bytes`` / ``worktree_entries``
+  the worktree, ``captured`` what a capture's walk takes; ``age_session``
+  moves a session into the past;
 - sizes: ``fast_and_full`` parametrizes a stress test with a fast run for the
   default suite and its full size behind the ``slow`` marker.
 
@@ -36,6 +39,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
@@ -49,6 +53,7 @@ if TYPE_CHECKING:  # the package is imported where used: conftest loads this mod
     from snapshotter.hooks.wire import HookInput
     from snapshotter.store.capture import Snapshot
     from snapshotter.store.resident import Resident
+    from snapshotter.store.shadow import Store
 
 # -- sizes: a fast run by default, the full-size one on demand -------------------------------
 
@@ -86,7 +91,7 @@ def write(root: Path, rel: str, content: str | bytes = "", mode: int | None = No
     return path
 
 
-def apply_edits(root: Path, edits: Mapping[str, str | bytes | None]) -> None:
+def edit_files(root: Path, edits: Mapping[str, str | bytes | None]) -> None:
     """An agent's edits: each path written with its content, or removed (None), a
     directory with all it holds."""
     for rel, content in edits.items():
@@ -421,9 +426,9 @@ def turn(
     data_dir: Path | None = None,
 ) -> None:
     """A docker-agent turn through real hook processes: turn_start, the edits
-    (``apply_edits``), turn_end."""
+    (``edit_files``), turn_end."""
     hook_ok(event("turn_start", root, session), data_dir)
-    apply_edits(root, files)
+    edit_files(root, files)
     hook_ok(event("turn_end", root, session), data_dir)
 
 
@@ -487,6 +492,65 @@ def load_state(data_dir: Path) -> dict[str, Any]:
     """The one store's ``state.json``: for what no command shows (pending marks, next id)."""
     data: dict[str, Any] = json.loads((store_root(data_dir) / "state.json").read_bytes())
     return data
+
+
+def blob_at(engine: Engine, tree: str, rel: str) -> bytes | None:
+    """The bytes of ``rel`` in the snapshot ``tree``, read from the store (None: not in it)."""
+    entry = engine.store.entry(tree, rel)
+    return None if entry is None else engine.store.blob(entry[1])
+
+
+def worktree_bytes(root: Path) -> dict[str, bytes]:
+    """Every file of the worktree but .git's: relative path -> bytes."""
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.relative_to(root).parts[0] != ".git"
+    }
+
+
+# How state.json writes a time (config.now_iso): UTC, microseconds.
+STATE_TIME = "%Y-%m-%dT%H:%M:%S.%fZ"
+
+
+def age_session(store: Store, session: str, days: float) -> None:
+    """Move a session's activity and checkpoints ``days`` into the past (state.json)."""
+    from snapshotter.history.state_file import load, save
+
+    state = load(store)
+    shift = timedelta(days=days)
+
+    def back(stamp: str) -> str:
+        moved = datetime.strptime(stamp, STATE_TIME).replace(tzinfo=UTC) - shift
+        return moved.strftime(STATE_TIME)
+
+    state.sessions[session].touched = back(state.sessions[session].touched)
+    for cp in state.checkpoints:
+        if cp.session_id == session:
+            cp.created_at = back(cp.created_at)
+    save(store, state)
+
+
+def worktree_entries(root: Path) -> dict[str, bytes]:
+    """Every file under ``root`` but .git's with its bytes, and every directory
+    (``"dir/"``, empty): what an undo must give back exactly, empty directories too."""
+    found: dict[str, bytes] = {}
+    for dirpath, dirs, names in os.walk(root):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        for d in dirs:
+            found[(Path(dirpath) / d).relative_to(root).as_posix() + "/"] = b""
+        for name in names:
+            full = Path(dirpath) / name
+            found[full.relative_to(root).as_posix()] = full.read_bytes()
+    return found
+
+
+def captured(root: Path) -> set[str]:
+    """The paths a capture of the worktree at ``root`` takes (no size limit), by its walk."""
+    from snapshotter.git.worktree import find_worktree
+    from snapshotter.store.walk import scan
+
+    return set(scan(find_worktree(root), previous=frozenset(), max_new_file_size=1 << 40).entries)
 
 
 def snapshot_dir_bytes(path: Path) -> dict[str, bytes]:

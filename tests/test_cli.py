@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 import pytest
-from builders import Run, apply_edits, make_repo, run_cli_in_process, write
+from builders import Run, edit_files, make_repo, run_cli_in_process, write
 
 from snapshotter.cli.main import cli
 
@@ -65,7 +65,7 @@ class Agent:
         if tool:
             self.calls += 1
             self.event("pre_tool_use", tool_name=tool, tool_use_id=f"call-{self.calls}")
-        apply_edits(self.root, edits)
+        edit_files(self.root, edits)
         if tool:
             self.event("post_tool_use", tool_name=tool, tool_use_id=f"call-{self.calls}")
         self.event("turn_end", reason=reason)

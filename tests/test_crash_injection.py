@@ -40,7 +40,7 @@ from typing import Any
 
 import pygit2
 import pytest
-from builders import event, fast_and_full, hook_in_process_ok, make_repo
+from builders import blob_at, event, fast_and_full, hook_in_process_ok, make_repo
 
 from snapshotter.engine import Engine
 from snapshotter.fileio import TEMP_PREFIX
@@ -343,11 +343,6 @@ def undo_target(data_dir: Path, root: Path) -> int | None:
         if cp.session_id == SESSION and cp.parent is None and not cp.undone:
             return cp.id
     return None
-
-
-def blob_at(engine: Engine, tree: str, rel: str) -> bytes | None:
-    found = engine.entry(tree, rel)
-    return engine.store.blob(found[1]) if found is not None else None
 
 
 def check_undo(

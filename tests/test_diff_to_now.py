@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import Run, apply_edits, git, make_repo, run_cli_in_process, write
+from builders import Run, edit_files, git, make_repo, run_cli_in_process, write
 
 SESSION = "sess-diff"
 
@@ -41,7 +41,7 @@ class Sn:
     ) -> None:
         """One agent turn that makes ``edits`` (None deletes the file) and ``modes``."""
         self.event(root, "turn_start", cwd)
-        apply_edits(root, edits)
+        edit_files(root, edits)
         for rel, mode in (modes or {}).items():
             os.chmod(root / rel, mode)
         self.event(root, "turn_end", cwd)

@@ -16,12 +16,11 @@ import sys
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pygit2
 import pytest
-from builders import git, hook_input, keep_loose, make_repo, open_engine, write
+from builders import age_session, git, hook_input, keep_loose, make_repo, open_engine, write
 from builders import reachable as conftest_reachable
 
 from snapshotter.engine import Engine
@@ -34,7 +33,7 @@ from snapshotter.history import maintenance as gc_mod
 from snapshotter.history import undo
 from snapshotter.history.recorder import Recorder
 from snapshotter.history.retention import Policy
-from snapshotter.history.state_file import load, save
+from snapshotter.history.state_file import load
 from snapshotter.hooks import detached_gc
 from snapshotter.hooks.builtin import SnapshotBuiltin
 from snapshotter.logfile import log_path
@@ -43,7 +42,6 @@ from snapshotter.store.capture import Snapshot
 from snapshotter.store.shadow import Store
 
 KEEP_ALL = Policy(max_age_days=None, max_checkpoints=None, max_store_bytes=None)
-ISO = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 # What is on disk: ("dir",) or ("file", executable?, bytes) per path, .git excluded.
 Disk = dict[str, tuple[object, ...]]
@@ -273,21 +271,6 @@ def small_repo(path: Path, files: int = 24) -> Path:
     return make_repo(
         path, {f"src/m{i // 8}/f{i}.txt": f"original {i}\n" * (i + 1) for i in range(files)}
     )
-
-
-def age_session(store: Store, session: str, days: float) -> None:
-    """Move a session's activity and checkpoints ``days`` into the past (state.json)."""
-    state = load(store)
-    shift = timedelta(days=days)
-
-    def back(stamp: str) -> str:
-        return (datetime.strptime(stamp, ISO).replace(tzinfo=UTC) - shift).strftime(ISO)
-
-    state.sessions[session].touched = back(state.sessions[session].touched)
-    for cp in state.checkpoints:
-        if cp.session_id == session:
-            cp.created_at = back(cp.created_at)
-    save(store, state)
 
 
 def checkpoint_ids(engine: Engine, session: str | None = None) -> list[int]:

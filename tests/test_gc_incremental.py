@@ -17,12 +17,11 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pygit2
 import pytest
-from builders import apply_edits, make_repo, open_engine, reachable
+from builders import age_session, edit_files, make_repo, open_engine, reachable
 
 from snapshotter.engine import Engine
 from snapshotter.git import packs as packwriter
@@ -32,12 +31,11 @@ from snapshotter.history import maintenance as gc_mod
 from snapshotter.history import undo
 from snapshotter.history.recorder import Recorder
 from snapshotter.history.retention import Policy
-from snapshotter.history.state_file import load, save
+from snapshotter.history.state_file import load
 from snapshotter.store import compaction
 from snapshotter.store.shadow import Store
 
 KEEP_ALL = Policy(max_age_days=None, max_checkpoints=None, max_store_bytes=None)
-ISO = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 Files = dict[str, bytes]
 
@@ -104,7 +102,7 @@ class Session:
         root = self.engine.root
         before = files(root)
         self.recorder.turn_start()
-        apply_edits(root, edits)
+        edit_files(root, edits)
         cp = self.recorder.turn_end("stop")
         assert cp is not None, f"a turn of {self.name} changed files"
         self.turns.append((cp.id, before, files(root)))
@@ -144,20 +142,6 @@ def big_repo(path: Path) -> Path:
 
 def name(i: int) -> str:
     return f"src/d{i // 20}/f{i}.txt"
-
-
-def age_session(store: Store, session: str, days: float) -> None:
-    state = load(store)
-    shift = timedelta(days=days)
-
-    def back(stamp: str) -> str:
-        return (datetime.strptime(stamp, ISO).replace(tzinfo=UTC) - shift).strftime(ISO)
-
-    state.sessions[session].touched = back(state.sessions[session].touched)
-    for cp in state.checkpoints:
-        if cp.session_id == session:
-            cp.created_at = back(cp.created_at)
-    save(store, state)
 
 
 def edits(turn: int, count: int = 3) -> dict[str, bytes | None]:

@@ -24,12 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import event, git, run_cli, run_hook, write
+from builders import captured, event, git, run_cli, run_hook, write
 
 from snapshotter import fileio
 from snapshotter.git import rule_files, wildmatch
-from snapshotter.git.worktree import find_worktree
-from snapshotter.store.walk import scan
 
 HANG_GUARD_S = 60
 
@@ -67,11 +65,6 @@ def git_lists(root: Path) -> set[str]:
         timeout=HANG_GUARD_S,
     ).stdout
     return {os.fsdecode(p) for p in out.split(b"\0") if p}
-
-
-def captured(root: Path) -> set[str]:
-    tree = find_worktree(root)
-    return set(scan(tree, previous=frozenset(), max_new_file_size=1 << 40).entries)
 
 
 SCAN_IN_CHILD = """

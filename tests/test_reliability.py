@@ -36,7 +36,7 @@ import pygit2
 import pytest
 from builders import (
     Run,
-    apply_edits,
+    edit_files,
     event,
     files_of,
     git,
@@ -109,7 +109,7 @@ def turn(
 ) -> None:
     """One agent turn through the hook: turn_start, the edits, turn_end; quietly."""
     assert hook(data_dir, root, "turn_start", session) == ""
-    edits() if callable(edits) else apply_edits(root, edits)
+    edits() if callable(edits) else edit_files(root, edits)
     err = hook(data_dir, root, "turn_end", session, reason="normal")
     assert err == "", f"turn_end reported a failure: {err}"
 
@@ -1119,7 +1119,7 @@ def test_15_restores_never_write_outside_the_worktree(tmp_path: Path, data_dir: 
     engine = open_engine(root, data_dir)
     trees = []
     for version in ("v0", "v0b", "v1"):
-        apply_edits(
+        edit_files(
             root,
             {
                 "sub/f.txt": f"f {version}\n",
@@ -1209,7 +1209,7 @@ def test_15_restores_never_write_outside_the_worktree(tmp_path: Path, data_dir: 
                     for k in now.keys() | worktree_before.keys()
                     if now.get(k) != worktree_before.get(k)
                 } <= {"cfg.txt"}, where
-                apply_edits(root, {"cfg.txt": "cfg v1\n"})
+                edit_files(root, {"cfg.txt": "cfg v1\n"})
             assert snapshot_dir_bytes(root / ".git") == git_before, f"{where} wrote into .git"
     state_file.write_bytes(pristine)
     assert not (root / ".git/hooks/pre-commit").exists()

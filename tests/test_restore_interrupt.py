@@ -28,8 +28,8 @@ from pathlib import Path
 
 import pytest
 from builders import (
-    apply_edits,
     argv,
+    edit_files,
     event,
     hook_ok,
     listed,
@@ -88,7 +88,7 @@ def agent_turn(root: Path, data: Path, edits: dict[str, bytes | None]) -> None:
     """One agent turn through real hook processes: writes, and deletions (None)."""
     hook_ok(event("session_start", root, SESSION), data)
     hook_ok(event("turn_start", root, SESSION), data)
-    apply_edits(root, edits)
+    edit_files(root, edits)
     hook_ok(event("turn_end", root, SESSION, reason="end"), data)
 
 

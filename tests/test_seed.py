@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pygit2
 import pytest
-from builders import git, make_repo, open_engine, write
+from builders import blob_at, git, make_repo, open_engine, write
 from builders import reachable as conftest_reachable
 
 from snapshotter.engine import Engine
@@ -151,12 +151,6 @@ def stored(engine: Engine, tree: str) -> dict[str, str]:
             assert oid in linked | own, f"{rel}: blob {oid} is in the store"
             found[rel] = "hashed" if oid in own else "seeded"
     return found
-
-
-def blob_at(engine: Engine, tree: str, rel: str) -> bytes:
-    entry = engine.store.entry(tree, rel)
-    assert entry is not None, f"{rel} is in the snapshot"
-    return engine.store.blob(entry[1])
 
 
 def stat_of(path: Path) -> Stat:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import hook_input, make_repo, write
+from builders import hook_input, make_repo, worktree_entries, write
 
 from snapshotter.cli.main import main as cli_main
 from snapshotter.errors import Conflict, NothingToDo, SnapshotterError
@@ -89,25 +89,12 @@ class Rig:
         return self.ctl.list(self.root, session_id)
 
     def files(self) -> dict[str, bytes]:
-        return tree_bytes(self.root)
+        return worktree_entries(self.root)
 
     def state_file(self) -> Path:
         found = list((self.data_dir / "snapshot").glob("*/state.json"))
         assert len(found) == 1, f"expected one store, found {found}"
         return found[0]
-
-
-def tree_bytes(root: Path) -> dict[str, bytes]:
-    """Every file and directory under ``root`` (except .git), with file bytes."""
-    found: dict[str, bytes] = {}
-    for dirpath, dirs, names in os.walk(root):
-        dirs[:] = [d for d in dirs if d != ".git"]
-        for d in dirs:
-            found[(Path(dirpath) / d).relative_to(root).as_posix() + "/"] = b""
-        for name in names:
-            full = Path(dirpath) / name
-            found[full.relative_to(root).as_posix()] = full.read_bytes()
-    return found
 
 
 def edit(root: Path, rel: str, content: str | bytes) -> Callable[[], Path]:
