@@ -72,7 +72,7 @@ import io, json, os, sys, time
 from pathlib import Path
 from snapshotter.history import maintenance as gc_mod
 from snapshotter.store import compaction
-from snapshotter.history import undo as history
+from snapshotter.history import undo
 from snapshotter.engine import Engine
 from snapshotter.hooks import command
 
@@ -86,13 +86,13 @@ def turn_end():
              "reason": "normal"}
     command.run(io.BytesIO(json.dumps(event).encode()), data, [])
 
-def undo():
-    history.undo_last(Engine.open(repo, data_dir_path=data), session, force=True)
+def undo_last():
+    undo.undo_last(Engine.open(repo, data_dir_path=data), session, force=True)
 
 def gc():
     gc_mod.collect(Engine.open(repo, data_dir_path=data))
 
-OPS = {"capture": capture, "turn_end": turn_end, "undo": undo, "gc": gc}
+OPS = {"capture": capture, "turn_end": turn_end, "undo": undo_last, "gc": gc}
 # Pinned kill points: the child kills itself just before renaming such a file
 # into place (its temp copy is complete; the rename is what publishes it).
 PINS = {
