@@ -11,12 +11,11 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import Run, edit_files, git, make_repo, run_cli_in_process, write
+from builders import Run, edit_files, git, make_repo, run_cli, run_cli_in_process, write
 
 SESSION = "sess-diff"
 
@@ -378,11 +377,9 @@ def test_diff_is_gits_bytes_for_non_utf8_content(sn: Sn, tmp_path: Path) -> None
     sn.turn(root, {"latin.txt": b"na\xefve \xff\n", "crlf.txt": b"a\r\nb\r\n"})
     git(root, "add", "-A")
 
-    ours = subprocess.run(
-        [sys.executable, "-m", "snapshotter", "diff", "1", "-C", str(root)],
-        capture_output=True,
-        check=True,
-    ).stdout
+    done = run_cli("diff", "1", "-C", root, text=False)  # its own process: raw stdout
+    assert done.returncode == 0, done.stderr
+    ours = done.stdout
     theirs = subprocess.run(
         ["git", "diff", "--cached", "--no-renames"], cwd=root, capture_output=True, check=True
     ).stdout

@@ -10,13 +10,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import filelock
 import pytest
-from builders import hook_input, keep_loose, make_repo, open_engine, write
+from builders import hook_input, keep_loose, make_repo, open_engine, run_cli, write
 
 from snapshotter.config import stores_dir
 from snapshotter.git import packs as packwriter
@@ -188,13 +187,7 @@ def test_gc_keeps_an_old_object_a_capture_names_again_while_it_packs(
 
 
 def run_gc_all(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), "gc", "--all", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    return run_cli("gc", "--all", *args, data_dir=data_dir, timeout=300)
 
 
 def test_gc_all_drops_stores_of_deleted_worktrees_after_the_retention_age(
