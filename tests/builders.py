@@ -25,6 +25,12 @@
 
 The environment is the test's own (``conftest.hermetic``): a process started
 here sees its HOME, data directory and runtime directory.
+
+Over 400 lines on purpose: one builder per helper, all in the one module every
+test imports them from (``from builders import ...``), in sections by job.
+Beyond ``snapshotter.config`` (``open_engine``'s defaults) the package is
+imported inside the builders that need it: conftest.py loads this module in
+every test process.
 """
 
 from __future__ import annotations
