@@ -6,10 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
+from builders import run_cli_in_process
 from test_cli_e2e import commands_for, listed, parse_yaml, replay_through, shape
 
-from snapshotter.cli.main import main
 from snapshotter.cli.replay import build_repo, load_recipe, load_session
 from snapshotter.hooks.dialects import claude_code
 
@@ -41,26 +40,6 @@ models:
 """
 
 
-class Done:
-    def __init__(self, code: int, out: str, err: str) -> None:
-        self.exit_code, self.output, self.err = code, out, err
-
-
-@pytest.fixture
-def run(capsys: pytest.CaptureFixture[str]) -> Any:
-    """``run("init", ...)``: the console entry point, exit code and output."""
-
-    def invoke(*args: str) -> Done:
-        capsys.readouterr()
-        with pytest.raises(SystemExit) as exited:
-            main(list(args))
-        out, err = capsys.readouterr()
-        assert isinstance(exited.value.code, int)
-        return Done(exited.value.code, out, err)
-
-    return invoke
-
-
 def ours(hooks: dict[str, Any], event: str) -> list[dict[str, Any]]:
     return [
         h
@@ -70,14 +49,14 @@ def ours(hooks: dict[str, Any], event: str) -> list[dict[str, Any]]:
     ]
 
 
-def test_claude_code_init_merges_keeps_theirs_and_is_idempotent(repo: Path, run: Any) -> None:
+def test_claude_code_init_merges_keeps_theirs_and_is_idempotent(repo: Path) -> None:
     settings = repo / ".claude" / "settings.json"
     settings.parent.mkdir()
     settings.write_text(json.dumps(THEIRS, indent=2))
     settings.chmod(0o640)
-    done = run("init", "claude-code", "-C", str(repo / "src"))
-    assert done.exit_code == 0, done.output
-    assert "hooks added" in done.output
+    done = run_cli_in_process("init", "claude-code", "-C", str(repo / "src"))
+    assert done.code == 0, done.out
+    assert "hooks added" in done.out
     merged = json.loads(settings.read_text())
     assert merged["permissions"] == THEIRS["permissions"], "other settings are kept"
     for event in CLAUDE_EVENTS:
@@ -90,16 +69,16 @@ def test_claude_code_init_merges_keeps_theirs_and_is_idempotent(repo: Path, run:
     assert json.loads(backup.read_text()) == THEIRS, "the old file is backed up"
 
     before = settings.read_bytes()
-    again = run("init", "claude-code", "-C", str(repo))
-    assert again.exit_code == 0 and "already wired" in again.output, again.output
+    again = run_cli_in_process("init", "claude-code", "-C", str(repo))
+    assert again.code == 0 and "already wired" in again.out, again.out
     assert settings.read_bytes() == before, "a second run changes nothing"
     assert len(list(settings.parent.glob("*.bak"))) == 1, "and makes no second backup"
 
 
-def test_claude_code_settings_from_init_record_a_real_session(tmp_path: Path, run: Any) -> None:
+def test_claude_code_settings_from_init_record_a_real_session(tmp_path: Path) -> None:
     session = load_session("claude_code_cd_interrupt")
     root = build_repo(tmp_path / "agent-repo", load_recipe(session["repo"]))
-    assert run("init", "claude-code", "-C", str(root)).exit_code == 0
+    assert run_cli_in_process("init", "claude-code", "-C", str(root)).code == 0
     hooks = json.loads((root / ".claude" / "settings.json").read_text())["hooks"]
     assert commands_for(hooks, "PostToolUseFailure", "Bash") == ["snapshotter hook"]
     replay_through(hooks, session, root)
@@ -107,33 +86,33 @@ def test_claude_code_settings_from_init_record_a_real_session(tmp_path: Path, ru
     assert shape(listed(root)) == session["expect"]
 
 
-def test_claude_code_dry_run_and_global(repo: Path, hermetic: Path, run: Any) -> None:
-    dry = run("init", "claude-code", "-C", str(repo), "--dry-run")
-    assert dry.exit_code == 0
-    assert sorted(json.loads(dry.output)["hooks"]) == sorted(CLAUDE_EVENTS)
+def test_claude_code_dry_run_and_global(repo: Path, hermetic: Path) -> None:
+    dry = run_cli_in_process("init", "claude-code", "-C", str(repo), "--dry-run")
+    assert dry.code == 0
+    assert sorted(json.loads(dry.out)["hooks"]) == sorted(CLAUDE_EVENTS)
     assert not (repo / ".claude").exists(), "--dry-run writes nothing"
-    done = run("init", "claude-code", "--global")
-    assert done.exit_code == 0, done.output
+    done = run_cli_in_process("init", "claude-code", "--global")
+    assert done.code == 0, done.out
     assert sorted(
         json.loads((hermetic / ".claude" / "settings.json").read_text())["hooks"]
     ) == sorted(CLAUDE_EVENTS)
 
 
-def test_claude_code_settings_that_are_not_json_are_left_alone(repo: Path, run: Any) -> None:
+def test_claude_code_settings_that_are_not_json_are_left_alone(repo: Path) -> None:
     settings = repo / ".claude" / "settings.json"
     settings.parent.mkdir()
     settings.write_text("{ not json")
-    done = run("init", "claude-code", "-C", str(repo))
-    assert done.exit_code == 1
+    done = run_cli_in_process("init", "claude-code", "-C", str(repo))
+    assert done.code == 1
     assert "is not JSON" in done.err and len(done.err.strip().splitlines()) == 1
     assert settings.read_text() == "{ not json"
 
 
-def test_docker_agent_init_adds_hooks_to_the_root_agent(tmp_path: Path, run: Any) -> None:
+def test_docker_agent_init_adds_hooks_to_the_root_agent(tmp_path: Path) -> None:
     agent = tmp_path / "agent.yaml"
     agent.write_text(AGENT_YAML)
-    done = run("init", "docker-agent", str(agent))
-    assert done.exit_code == 0, done.output
+    done = run_cli_in_process("init", "docker-agent", str(agent))
+    assert done.code == 0, done.out
     config = parse_yaml(agent.read_text())
     hooks = config["agents"]["root"]["hooks"]
     for event in (
@@ -152,15 +131,15 @@ def test_docker_agent_init_adds_hooks_to_the_root_agent(tmp_path: Path, run: Any
     assert backup.read_text() == AGENT_YAML
 
     before = agent.read_bytes()
-    again = run("init", "docker-agent", str(agent))
-    assert again.exit_code == 0 and "already wired" in again.output
+    again = run_cli_in_process("init", "docker-agent", str(agent))
+    assert again.code == 0 and "already wired" in again.out
     assert agent.read_bytes() == before
 
 
-def test_docker_agent_init_prints_the_block_and_refuses_to_guess(tmp_path: Path, run: Any) -> None:
-    printed = run("init", "docker-agent")
-    assert printed.exit_code == 0
-    block = parse_yaml(printed.output)["hooks"]
+def test_docker_agent_init_prints_the_block_and_refuses_to_guess(tmp_path: Path) -> None:
+    printed = run_cli_in_process("init", "docker-agent")
+    assert printed.code == 0
+    block = parse_yaml(printed.out)["hooks"]
     assert commands_for(block, "pre_tool_use", "edit_file") == ["snapshotter hook"]
 
     agent = tmp_path / "agent.yaml"
@@ -173,11 +152,11 @@ def test_docker_agent_init_prints_the_block_and_refuses_to_guess(tmp_path: Path,
         )
     )
     text = agent.read_text()
-    done = run("init", "docker-agent", str(agent), "--agent", "helper")
-    assert done.exit_code == 1 and "already has hooks" in done.err, done.err
+    done = run_cli_in_process("init", "docker-agent", str(agent), "--agent", "helper")
+    assert done.code == 1 and "already has hooks" in done.err, done.err
     assert agent.read_text() == text
-    missing = run("init", "docker-agent", str(agent), "--agent", "nope")
-    assert missing.exit_code == 1 and "no agent 'nope'" in missing.err
+    missing = run_cli_in_process("init", "docker-agent", str(agent), "--agent", "nope")
+    assert missing.code == 1 and "no agent 'nope'" in missing.err
 
 
 def test_init_names_the_script_by_path_when_it_is_not_on_path(repo: Path) -> None:

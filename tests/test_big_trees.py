@@ -78,7 +78,7 @@ def test_undo_is_never_refused_by_the_guard(
     repo: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Recorded with a cap (the user said so); the CLI's undo has no cap, so the guard is on."""
-    from snapshotter.history import undo as history
+    from snapshotter.history import undo
     from snapshotter.history.recorder import Recorder
 
     untracked_heavy(repo, monkeypatch)
@@ -90,5 +90,5 @@ def test_undo_is_never_refused_by_the_guard(
     plain = Engine.open(repo, data_dir_path=data_dir)
     with pytest.raises(NotAProject):
         plain.capture()
-    assert history.undo_last(plain, "s").restored == ["src/app.py"]
+    assert undo.undo_last(plain, "s").restored == ["src/app.py"]
     assert (repo / "src/app.py").read_text() == "print('hi')\n"

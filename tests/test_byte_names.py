@@ -11,11 +11,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from builders import git, hook_ok, make_repo, write
+from builders import event, git, hook_ok, make_repo, run_cli, write
 
 from snapshotter import names
 from snapshotter.models import FileChange
@@ -26,23 +25,10 @@ INNER = f"{ODD_DIR}/inner.txt"
 NEW = os.fsdecode(b"new\xfe\x80.txt")
 
 
-def snapshotter(data_dir: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), *args],
-        capture_output=True,
-        check=False,
-        timeout=120,
-    )
-
-
 def ok(done: subprocess.CompletedProcess[bytes]) -> str:
     err = done.stderr.decode(errors="replace")
     assert done.returncode == 0 and "Traceback" not in err, err
     return done.stdout.decode(errors="replace")  # diff content is raw bytes, as git prints it
-
-
-def hook(data_dir: Path, **event: str) -> None:
-    hook_ok(event, data_dir)  # a real hook process: exit 0, nothing printed
 
 
 def byte_repo(root: Path) -> Path:
@@ -58,15 +44,14 @@ def test_agent_overwrite_of_a_latin1_name_is_recorded_shown_and_undone(
     tmp_path: Path, data_dir: Path
 ) -> None:
     root = byte_repo(tmp_path / "repo")
-    common = {"session_id": "s1", "cwd": str(root)}
-    hook(data_dir, hook_event_name="session_start", **common)
-    hook(data_dir, hook_event_name="turn_start", **common)
+    hook_ok(event("session_start", root, "s1"), data_dir)
+    hook_ok(event("turn_start", root, "s1"), data_dir)
     write(root, CAFE, b"agent bytes \xff\n")
     write(root, INNER, b"agent inner\n")
     write(root, NEW, b"agent new\n")
-    hook(data_dir, hook_event_name="turn_end", reason="done", **common)
+    hook_ok(event("turn_end", root, "s1", reason="done"), data_dir)
 
-    cps = json.loads(ok(snapshotter(data_dir, "list", "-C", str(root), "--json")))
+    cps = json.loads(ok(run_cli("list", "-C", str(root), "--json", data_dir=data_dir, text=False)))
     assert len(cps) == 1, cps
     assert {f["path"]: f["status"] for f in cps[0]["files"]} == {
         '"caf\\351.txt"': "modified",
@@ -74,21 +59,23 @@ def test_agent_overwrite_of_a_latin1_name_is_recorded_shown_and_undone(
         '"new\\376\\200.txt"': "added",
     }, "each name is in the checkpoint, in git's quoted form"
     assert cps[0]["skipped"] == [], "nothing was skipped"
-    shown = ok(snapshotter(data_dir, "show", "1", "-C", str(root)))
+    shown = ok(run_cli("show", "1", "-C", str(root), data_dir=data_dir, text=False))
     assert '~ "caf\\351.txt"' in shown and '+ "new\\376\\200.txt"' in shown, shown
-    assert "caf\\351.txt" in ok(snapshotter(data_dir, "diff", "1", "-C", str(root)))
+    assert "caf\\351.txt" in ok(
+        run_cli("diff", "1", "-C", str(root), data_dir=data_dir, text=False)
+    )
     assert '"d\\377/inner.txt" |' in ok(
-        snapshotter(data_dir, "diff", "1", "--stat", "-C", str(root))
+        run_cli("diff", "1", "--stat", "-C", str(root), data_dir=data_dir, text=False)
     )
 
-    undone = ok(snapshotter(data_dir, "undo", "-C", str(root)))
+    undone = ok(run_cli("undo", "-C", str(root), data_dir=data_dir, text=False))
     assert 'restored "caf\\351.txt"' in undone, undone
     assert (root / CAFE).read_bytes() == b"caf\xe9 original\n", "the exact original bytes"
     assert (root / INNER).read_bytes() == b"inner original\n"
     assert not (root / NEW).exists(), "the agent's new file is removed"
     assert git(root, "status", "--porcelain") == "", "git sees the commit again"
 
-    ok(snapshotter(data_dir, "redo", "-C", str(root), "--json"))
+    ok(run_cli("redo", "-C", str(root), "--json", data_dir=data_dir, text=False))
     assert (root / CAFE).read_bytes() == b"agent bytes \xff\n", "redo puts the agent's back"
     assert (root / NEW).read_bytes() == b"agent new\n"
 
@@ -96,10 +83,10 @@ def test_agent_overwrite_of_a_latin1_name_is_recorded_shown_and_undone(
 def test_capture_under_a_directory_whose_name_is_not_utf8(tmp_path: Path, data_dir: Path) -> None:
     root = byte_repo(tmp_path / "repo")
     inside = root / ODD_DIR
-    tree = ok(snapshotter(data_dir, "capture", "-C", str(inside))).strip()
+    tree = ok(run_cli("capture", "-C", str(inside), data_dir=data_dir, text=False)).strip()
     assert len(tree) == 40, tree
     write(root, INNER, b"changed\n")
-    assert ok(snapshotter(data_dir, "capture", "-C", str(inside))).strip() != tree
+    assert ok(run_cli("capture", "-C", str(inside), data_dir=data_dir, text=False)).strip() != tree
 
 
 @pytest.mark.parametrize(
@@ -131,13 +118,12 @@ def test_names_round_trip_through_json_records(raw: bytes) -> None:
 
 def test_undo_refusal_names_a_latin1_file_escaped(tmp_path: Path, data_dir: Path) -> None:
     root = byte_repo(tmp_path / "repo")
-    common = {"session_id": "s1", "cwd": str(root)}
-    hook(data_dir, hook_event_name="turn_start", **common)
+    hook_ok(event("turn_start", root, "s1"), data_dir)
     write(root, CAFE, b"agent\n")
-    hook(data_dir, hook_event_name="turn_end", reason="done", **common)
+    hook_ok(event("turn_end", root, "s1", reason="done"), data_dir)
     write(root, CAFE, b"the user's later edit\n")
 
-    refused = snapshotter(data_dir, "undo", "-C", str(root))
+    refused = run_cli("undo", "-C", str(root), data_dir=data_dir, text=False)
     err = refused.stderr.decode()
     assert refused.returncode == 4 and '"caf\\351.txt"' in err, err
     assert err.count("\n") == 1, "one line, no traceback"

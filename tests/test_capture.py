@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pygit2
 import pytest
-from builders import git, make_repo, write
+from builders import blob_at, git, make_repo, open_engine, write
 
-from snapshotter.config import DEFAULT_MAX_NEW_FILE_SIZE
 from snapshotter.engine import Engine
 from snapshotter.errors import NotAWorktree
 
@@ -20,16 +19,6 @@ LIMIT = 2 * MIB  # SPEC §3: new files above 2 MiB are skipped by default
 MODE_FILE = 0o100644
 MODE_EXEC = 0o100755
 MODE_LINK = 0o120000
-
-
-def open_engine(
-    directory: Path, data_dir: Path, max_new_file_size: int = DEFAULT_MAX_NEW_FILE_SIZE
-) -> Engine:
-    engine: Engine | None = Engine.open(
-        directory, data_dir_path=data_dir, max_new_file_size=max_new_file_size
-    )
-    assert engine is not None, f"Engine.open({directory}) should create a store"
-    return engine
 
 
 def listing(engine: Engine, tree: str) -> dict[str, int]:
@@ -51,12 +40,6 @@ def listing(engine: Engine, tree: str) -> dict[str, int]:
     assert isinstance(top, pygit2.Tree)
     walk(top, "")
     return found
-
-
-def content(engine: Engine, tree: str, rel: str) -> bytes:
-    entry = engine.entry(tree, rel)
-    assert entry is not None, f"{rel!r} should be in tree {tree}"
-    return engine.store.blob(entry[1])
 
 
 def mode_of(engine: Engine, tree: str, rel: str) -> int | None:
@@ -156,7 +139,7 @@ def test_configured_limit_is_honoured(repo: Path, data_dir: Path) -> None:
     assert capture.skipped == {}, (
         f"with a 4 MiB limit nothing should be skipped; got {capture.skipped}"
     )
-    assert content(loose, capture.tree, "big.bin") == b"b" * (LIMIT + 10), (
+    assert blob_at(loose, capture.tree, "big.bin") == b"b" * (LIMIT + 10), (
         "a raised limit should capture the 2 MiB+ file byte for byte"
     )
 
@@ -170,7 +153,7 @@ def test_file_captured_small_then_grown_is_still_captured(repo: Path, data_dir: 
     capture = engine.capture()
 
     assert "grows.txt" not in capture.skipped, "a file already captured is kept whatever its growth"
-    assert content(engine, capture.tree, "grows.txt") == b"g" * 5000, (
+    assert blob_at(engine, capture.tree, "grows.txt") == b"g" * 5000, (
         "the grown file's new content should be captured"
     )
 
@@ -183,7 +166,7 @@ def test_tracked_file_over_limit_is_captured(tmp_path: Path, data_dir: Path) -> 
     capture = engine.capture()
 
     assert capture.skipped == {}, f"a tracked file is never skipped for size; got {capture.skipped}"
-    assert content(engine, capture.tree, "huge.dat") == b"H" * 6000, (
+    assert blob_at(engine, capture.tree, "huge.dat") == b"H" * 6000, (
         "a tracked file over the limit should be captured with its current bytes"
     )
 
@@ -197,7 +180,7 @@ def test_skipped_file_that_shrinks_is_captured(repo: Path, data_dir: Path) -> No
     capture = engine.capture()
 
     assert capture.skipped == {}, "once under the limit the file is no longer skipped"
-    assert content(engine, capture.tree, "log.txt") == b"y" * 10, "and its bytes are captured"
+    assert blob_at(engine, capture.tree, "log.txt") == b"y" * 10, "and its bytes are captured"
 
 
 # -- file kinds and bytes -------------------------------------------------------
@@ -224,7 +207,7 @@ def test_symlinks_are_captured_as_links_never_followed(
         ("dangling", b"missing/target"),
     ]:
         assert paths.get(link) == MODE_LINK, f"{link} should be captured with mode 0o120000"
-        assert content(engine, tree, link) == target, f"{link} should store its target {target!r}"
+        assert blob_at(engine, tree, link) == target, f"{link} should store its target {target!r}"
     followed = [p for p in paths if p.startswith(("to-dir/", "to-outside/"))]
     assert followed == [], f"symlinked directories must never be walked; found {followed}"
 
@@ -264,7 +247,7 @@ def test_unusual_file_names_are_captured(repo: Path, data_dir: Path, name: str) 
     engine = open_engine(repo, data_dir)
     tree = engine.capture().tree
 
-    assert content(engine, tree, name) == f"content of {name}\n".encode(), (
+    assert blob_at(engine, tree, name) == f"content of {name}\n".encode(), (
         f"the file named {name!r} should be captured under its exact name"
     )
 
@@ -287,7 +270,7 @@ def test_crlf_is_stored_byte_exact_even_with_autocrlf(
     tree = engine.capture().tree
 
     for rel, raw in data.items():
-        assert content(engine, tree, rel) == raw, (
+        assert blob_at(engine, tree, rel) == raw, (
             f"{rel} should be stored with no line-ending conversion"
         )
 
@@ -298,7 +281,7 @@ def test_binary_content_is_stored_byte_exact(repo: Path, data_dir: Path) -> None
 
     engine = open_engine(repo, data_dir)
 
-    assert content(engine, engine.capture().tree, "blob.bin") == raw, (
+    assert blob_at(engine, engine.capture().tree, "blob.bin") == raw, (
         "binary bytes should round-trip"
     )
 
@@ -312,7 +295,7 @@ def test_non_utf8_file_name_is_captured_under_its_exact_bytes(repo: Path, data_d
     capture = engine.capture()
 
     assert capture.skipped == {}, f"nothing is skipped; got {list(capture.skipped)}"
-    assert content(engine, capture.tree, name) == b"odd\n", "captured under its exact name"
+    assert blob_at(engine, capture.tree, name) == b"odd\n", "captured under its exact name"
     assert "README.md" in listing(engine, capture.tree), "the other files are still captured"
 
 
@@ -524,7 +507,7 @@ def test_same_size_change_in_same_second_is_detected(repo: Path, data_dir: Path)
 
     tree = engine.capture().tree
 
-    assert content(engine, tree, "racy.txt") == b"bbbb\n", (
+    assert blob_at(engine, tree, "racy.txt") == b"bbbb\n", (
         "a same-size rewrite with an unchanged mtime must still be detected"
     )
 
@@ -540,7 +523,7 @@ def test_same_size_change_with_old_mtime_is_detected(repo: Path, data_dir: Path)
 
     tree = engine.capture().tree
 
-    assert content(engine, tree, "old.txt") == b"bbbb\n", (
+    assert blob_at(engine, tree, "old.txt") == b"bbbb\n", (
         "a rewrite that restores size and mtime must still be detected (ctime moved)"
     )
 
@@ -585,7 +568,7 @@ def test_symlink_replaced_by_directory(repo: Path, data_dir: Path) -> None:
     tree = engine.capture().tree
 
     assert mode_of(engine, tree, "alias") is None, "the old link should be gone"
-    assert content(engine, tree, "alias/real.txt") == b"now a directory\n", (
+    assert blob_at(engine, tree, "alias/real.txt") == b"now a directory\n", (
         "the directory's file should be captured"
     )
 
@@ -631,4 +614,4 @@ def test_small_captures_pack_their_loose_objects(repo: Path, data_dir: Path) -> 
         assert len(loose) < LOOSE_PACK_AT + 8, f"capture {i} left {len(loose)} loose objects"
     assert list((objects / "pack").glob("pack-*.idx")), "they went into packs"
     for i, tree in enumerate(trees):  # every checkpoint is still whole
-        assert content(engine, tree, f"deep/a/b/c{i % 3}.txt") == f"version {i}\n".encode()
+        assert blob_at(engine, tree, f"deep/a/b/c{i % 3}.txt") == f"version {i}\n".encode()

@@ -7,17 +7,11 @@ import re
 from pathlib import Path
 
 import pygit2
-from builders import write
+from builders import open_engine, write
 
 from snapshotter.cli.diff_render import stat_text
 from snapshotter.engine import Engine
 from snapshotter.git.kinds import EMPTY_TREE
-
-
-def open_engine(directory: Path, data_dir: Path) -> Engine:
-    engine = Engine.open(directory, data_dir_path=data_dir)
-    assert engine is not None, f"Engine.open({directory}) should create a store"
-    return engine
 
 
 def statuses(engine: Engine, before: str, after: str | None = None) -> dict[str, str]:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import files_of, hook_ok, listed, make_repo, run_cli
+from builders import cli_ok, files_of, hook_ok, listed, make_repo
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "claude-code" / "session.json"
 REPO = {"f.txt": "f as committed\n", "g.txt": "g as committed\n", "b.txt": "b as committed\n"}
@@ -56,12 +56,6 @@ def replay(root: Path, home: Path, session_end: bool) -> None:
             continue
         event = step["event"]
         hook_ok(event, cwd=event["cwd"], env={"CLAUDE_PROJECT_DIR": str(root)})
-
-
-def cli_ok(root: Path, *args: str) -> str:
-    done = run_cli(*args, cwd=root)
-    assert done.returncode == 0, f"snapshotter {' '.join(args)} failed: {done.stderr}"
-    return done.stdout
 
 
 def test_the_recorded_fixture_is_what_the_replay_expects() -> None:

@@ -7,59 +7,29 @@ an agent records them: ``snapshotter hook`` with one JSON event on stdin.
 
 from __future__ import annotations
 
-import io
 import json
 import re
-import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import click
 import pytest
-from builders import make_repo, write
+from builders import Run, edit_files, make_repo, run_cli_in_process, write
 
-from snapshotter.cli.main import cli, main
+from snapshotter.cli.main import cli
 
 TREE_ID = re.compile(r"^[0-9a-f]{40}$")
 SESSION = "sess-1"
-
-
-@dataclass
-class Run:
-    code: int
-    out: str
-    err: str
-
-    def one_line_error(self, *needles: str) -> None:
-        """An error the way SPEC §7 wants it: one line on stderr, no traceback."""
-        lines = self.err.strip().splitlines()
-        assert len(lines) == 1, f"expected exactly one stderr line, got {self.err!r}"
-        assert "Traceback" not in self.err, f"traceback leaked to stderr: {self.err!r}"
-        for needle in needles:
-            assert needle in self.err, f"expected {needle!r} in stderr {self.err!r}"
 
 
 Sn = Callable[..., Run]
 
 
 @pytest.fixture
-def sn(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Sn:
+def sn() -> Sn:
     """``sn("undo", "-C", repo)`` runs ``snapshotter undo -C repo`` through ``main``."""
-
-    def run(*args: Any, stdin: bytes | None = None) -> Run:
-        capsys.readouterr()
-        if stdin is not None:
-            monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
-        with pytest.raises(SystemExit) as exited:
-            main([str(a) for a in args])
-        captured = capsys.readouterr()
-        code = exited.value.code
-        assert isinstance(code, int), f"main must exit with an int code, got {code!r}"
-        return Run(code, captured.out, captured.err)
-
-    return run
+    return run_cli_in_process
 
 
 class Agent:
@@ -95,18 +65,10 @@ class Agent:
         if tool:
             self.calls += 1
             self.event("pre_tool_use", tool_name=tool, tool_use_id=f"call-{self.calls}")
-        apply(self.root, edits)
+        edit_files(self.root, edits)
         if tool:
             self.event("post_tool_use", tool_name=tool, tool_use_id=f"call-{self.calls}")
         self.event("turn_end", reason=reason)
-
-
-def apply(root: Path, edits: dict[str, str | bytes | None]) -> None:
-    for rel, content in edits.items():
-        if content is None:
-            (root / rel).unlink()
-        else:
-            write(root, rel, content)
 
 
 def listed(sn: Sn, root: Path, *extra: str) -> list[dict[str, Any]]:

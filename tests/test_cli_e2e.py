@@ -14,12 +14,11 @@ import re
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import fast_and_full, hook_ok, run_cli, run_hook, write
+from builders import Run, fast_and_full, hook_ok, run_cli, run_hook, write
 from builders import listed as listed_by
 
 from snapshotter.cli.replay import build_repo, load_recipe, load_session, replay
@@ -42,21 +41,13 @@ def env() -> dict[str, str]:
     return {**os.environ, "PATH": f"{script().parent}{os.pathsep}{os.environ.get('PATH', '')}"}
 
 
-@dataclass
-class Done:
-    code: int
-    out: str
-    err: str
-
-
 def console() -> tuple[str]:
     """The command line that runs the console script."""
     return (str(script()),)
 
 
-def run(*args: Any, cwd: Path | None = None) -> Done:
-    done = run_cli(*args, cwd=cwd, env=env(), command=console())
-    return Done(done.returncode, done.stdout, done.stderr)
+def run(*args: Any, cwd: Path | None = None) -> Run:
+    return Run.of(run_cli(*args, cwd=cwd, env=env(), command=console()))
 
 
 def hook(event: dict[str, Any]) -> None:
@@ -65,13 +56,6 @@ def hook(event: dict[str, Any]) -> None:
 
 def listed(root: Path) -> list[dict[str, Any]]:
     return listed_by(root, command=console())
-
-
-def one_line(done: Done, *needles: str) -> None:
-    lines = done.err.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in done.err, f"one stderr line: {done.err!r}"
-    for needle in needles:
-        assert needle in done.err, f"expected {needle!r} on stderr: {done.err!r}"
 
 
 def shape(cps: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -126,23 +110,23 @@ def test_hook_list_undo_redo_reset_through_the_console_script(repo: Path) -> Non
     write(repo, "src/new.py", "user edit\n")
     refused = run("reset", "--original", "-C", repo)
     assert refused.code == 4, f"reset over a user edit exits 4, got {refused.code}"
-    one_line(refused, "src/new.py")
+    refused.one_line_error("src/new.py")
     forced = run("reset", "--original", "-C", repo, "--force", "--json")
     assert forced.code == 0, f"reset --force failed: {forced.err}"
     assert json.loads(forced.out)["checkpoint"] == [1], forced.out
     assert not (repo / "src/new.py").exists(), "reset --original went back to the original"
     again = run("undo", "-C", repo)
     assert again.code == 3, f"nothing left to undo exits 3, got {again.code}"
-    one_line(again)
+    again.one_line_error()
 
 
 def test_error_exit_codes_through_the_console_script(repo: Path, tmp_path: Path) -> None:
     outside = run("list", "-C", tmp_path)
     assert outside.code == 1, f"outside a worktree exits 1, got {outside.code}"
-    one_line(outside, "not inside a git worktree")
+    outside.one_line_error("not inside a git worktree")
     nothing = run("undo", cwd=repo)
     assert nothing.code == 3, f"no store yet: undo exits 3, got {nothing.code}"
-    one_line(nothing)
+    nothing.one_line_error()
     usage = run("reset", "-C", repo)
     assert usage.code == 2, f"reset with neither ID nor --original exits 2, got {usage.code}"
     assert "Traceback" not in usage.err, usage.err

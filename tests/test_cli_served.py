@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
-from builders import event, hook_ok, make_repo, write
+from builders import argv, event, hook_ok, make_repo, run_cli, turn, wait_for, write
 
 from snapshotter.hooks import client
 
@@ -34,20 +34,14 @@ finally:
     with open(os.environ["WHERE_FILE"], "w") as f:
         f.write("local" if "snapshotter.cli.main" in sys.modules else "served")
 """
-
-
-@pytest.fixture
-def server(server_socket: Path) -> Path:
-    return server_socket
+CLIENT_COMMAND = (sys.executable, "-c", CLIENT)
 
 
 def start_server(root: Path, data_dir: Path, sock: Path, session: str = "s") -> None:
     """The first hook of a session starts the server, as in an agent."""
     hook_ok(event("session_start", root, session), data_dir)
+    wait_for(sock)  # the first hook started a hook server
     deadline = time.monotonic() + 60
-    while not sock.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert sock.exists(), "the first hook started a hook server"
     # Bound is not yet warm: wait until it takes a request (an empty event, ignored).
     while True:
         try:
@@ -68,18 +62,10 @@ def cli(
 ) -> tuple[int, str, str, str]:
     """(exit code, stdout, stderr, where it ran) of ``snapshotter ARGS``."""
     where = tmp_path / "where"
-    environ = {**os.environ, "WHERE_FILE": str(where), **(env or {})}
+    environ = {"WHERE_FILE": str(where), **(env or {})}
     if not served:
         environ["SNAPSHOTTER_HOOK_SERVER"] = "0"
-    done = subprocess.run(
-        [sys.executable, "-c", CLIENT, "--data-dir", str(data_dir), *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=environ,
-        timeout=120,
-        check=False,
-    )
+    done = run_cli(*args, data_dir=data_dir, cwd=cwd, env=environ, command=CLIENT_COMMAND)
     return done.returncode, done.stdout, done.stderr, where.read_text()
 
 
@@ -93,24 +79,11 @@ def snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
     return found
 
 
-def agent_turn(
-    root: Path, data_dir: Path, files: Mapping[str, str | None], session: str = "s"
-) -> None:
-    """A turn through real hook processes (served): edits and deletions."""
-    hook_ok(event("turn_start", root, session), data_dir)
-    for rel, text in files.items():
-        if text is None:
-            (root / rel).unlink()
-        else:
-            write(root, rel, text)
-    hook_ok(event("turn_end", root, session), data_dir)
-
-
 def test_capture_through_the_server_sees_every_edit_since_its_last_capture(
-    tmp_path: Path, data_dir: Path, server: Path
+    tmp_path: Path, data_dir: Path, server_socket: Path
 ) -> None:
     root = make_repo(tmp_path / "r", {"a.txt": "a\n", "src/b.py": "b\n"})
-    start_server(root, data_dir, server)
+    start_server(root, data_dir, server_socket)
     code, out, err, where = cli(tmp_path, data_dir, "capture", cwd=root, served=True)
     assert (code, where) == (0, "served"), err
     first = out.strip()
@@ -126,7 +99,7 @@ def test_capture_through_the_server_sees_every_edit_since_its_last_capture(
 
 
 def test_undo_and_redo_through_the_server_match_a_process_of_their_own(
-    tmp_path: Path, data_dir: Path, server: Path
+    tmp_path: Path, data_dir: Path, server_socket: Path
 ) -> None:
     trees = {}
     outputs = {}
@@ -134,10 +107,8 @@ def test_undo_and_redo_through_the_server_match_a_process_of_their_own(
         root = make_repo(tmp_path / f"r{served}", {"a.txt": "a\n", "gone.txt": "g\n"})
         (root / "gone.txt").chmod(0o755)
         session = f"s-{served}"  # a session works in one worktree
-        start_server(root, data_dir, server, session)
-        agent_turn(
-            root, data_dir, {"a.txt": "agent\n", "gone.txt": None, "added.txt": "x\n"}, session
-        )
+        start_server(root, data_dir, server_socket, session)
+        turn(root, session, {"a.txt": "agent\n", "gone.txt": None, "added.txt": "x\n"}, data_dir)
         after_turn = snapshot(root)
         runs = []
         for command in ("undo", "redo", "undo"):
@@ -157,10 +128,10 @@ def test_undo_and_redo_through_the_server_match_a_process_of_their_own(
 
 
 def test_errors_and_exit_codes_are_the_commands_own(
-    tmp_path: Path, data_dir: Path, server: Path
+    tmp_path: Path, data_dir: Path, server_socket: Path
 ) -> None:
     root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
-    start_server(root, data_dir, server)
+    start_server(root, data_dir, server_socket)
     results = []
     for served in (True, False):
         for args in (("undo",), ("reset", "99"), ("list", "--session", "nope"), ("frobnicate",)):
@@ -176,11 +147,11 @@ def test_errors_and_exit_codes_are_the_commands_own(
 
 
 def test_directory_umask_and_environment_are_the_clients(
-    tmp_path: Path, data_dir: Path, server: Path
+    tmp_path: Path, data_dir: Path, server_socket: Path
 ) -> None:
     root = make_repo(tmp_path / "r", {"sub/a.txt": "a\n", "b.txt": "b\n"})
-    start_server(root, data_dir, server)
-    agent_turn(root, data_dir, {"sub/a.txt": None, "b.txt": "agent\n"})
+    start_server(root, data_dir, server_socket)
+    turn(root, "s", {"sub/a.txt": None, "b.txt": "agent\n"}, data_dir)
     mask = os.umask(0o027)
     try:
         code, _out, err, where = cli(
@@ -203,12 +174,12 @@ def test_directory_umask_and_environment_are_the_clients(
 
 
 def test_without_a_server_the_command_runs_here_and_starts_none(
-    tmp_path: Path, data_dir: Path, server: Path
+    tmp_path: Path, data_dir: Path, server_socket: Path
 ) -> None:
     root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
     code, _out, err, where = cli(tmp_path, data_dir, "capture", cwd=root, served=True)
     assert (code, where) == (0, "local"), err
-    assert not server.exists(), "the CLI never starts a hook server"
+    assert not server_socket.exists(), "the CLI never starts a hook server"
 
 
 def test_a_paged_command_on_a_terminal_runs_here(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -235,7 +206,7 @@ def test_a_paged_command_on_a_terminal_runs_here(monkeypatch: pytest.MonkeyPatch
 
 
 def test_a_busy_server_leaves_the_command_to_the_client(
-    tmp_path: Path, data_dir: Path, server: Path
+    tmp_path: Path, data_dir: Path, server_socket: Path
 ) -> None:
     """The fork waits for a quiet moment; an event stuck on a lock means: run it here."""
     import filelock
@@ -244,13 +215,13 @@ def test_a_busy_server_leaves_the_command_to_the_client(
 
     busy = make_repo(tmp_path / "busy", {"a.txt": "a\n"})
     other = make_repo(tmp_path / "other", {"b.txt": "b\n"})
-    start_server(busy, data_dir, server, "s-busy")
+    start_server(busy, data_dir, server_socket, "s-busy")
     hook_ok(event("session_start", other, "s-other"), data_dir)
     engine = Engine.open(busy, data_dir_path=data_dir, create=False)
     assert engine is not None
     with filelock.FileLock(str(engine.store.root / "lock")):
         stuck = subprocess.Popen(
-            [sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), "hook"],
+            argv(data_dir, "hook"),
             stdin=subprocess.PIPE,
         )
         assert stuck.stdin is not None
@@ -274,21 +245,21 @@ def test_a_busy_server_leaves_the_command_to_the_client(
 
 @pytest.mark.parametrize("served", [True, False])
 def test_ctrl_c_reaches_the_command(
-    tmp_path: Path, data_dir: Path, server: Path, served: bool
+    tmp_path: Path, data_dir: Path, server_socket: Path, served: bool
 ) -> None:
     """SIGINT to the client interrupts the forked command as it would the process itself."""
     import signal
 
     big = "".join(f"line {i}\n" for i in range(200_000))
     root = make_repo(tmp_path / "r", {"big.txt": big})
-    start_server(root, data_dir, server)
-    agent_turn(root, data_dir, {"big.txt": big.replace("line", "LINE")})
+    start_server(root, data_dir, server_socket)
+    turn(root, "s", {"big.txt": big.replace("line", "LINE")}, data_dir)
     where = tmp_path / "where"
     environ = {**os.environ, "WHERE_FILE": str(where)}
     if not served:
         environ["SNAPSHOTTER_HOOK_SERVER"] = "0"
     proc = subprocess.Popen(
-        [sys.executable, "-c", CLIENT, "--data-dir", str(data_dir), "diff", "--no-pager"],
+        argv(data_dir, "diff", "--no-pager", command=CLIENT_COMMAND),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=root,

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import files_of, hook_ok, listed, load_state, make_repo, run_cli
+from builders import cli_ok, files_of, hook_ok, listed, load_state, make_repo, worktree_bytes
 from test_claude_code_recorded import substitute
 
 from snapshotter.cli.replay import apply_edits
@@ -44,23 +44,8 @@ def replay(steps: list[dict[str, Any]], root: Path, home: Path) -> None:
             hook_ok(step["event"], cwd=step["event"]["cwd"])
 
 
-def tree(root: Path) -> dict[str, bytes]:
-    """The worktree's files (not .git): path -> bytes."""
-    return {
-        p.relative_to(root).as_posix(): p.read_bytes()
-        for p in sorted(root.rglob("*"))
-        if p.is_file() and p.relative_to(root).parts[0] != ".git"
-    }
-
-
 def committed(repo: dict[str, str]) -> dict[str, bytes]:
     return {path: text.encode() for path, text in repo.items()}
-
-
-def cli_ok(root: Path, *args: str) -> str:
-    done = run_cli(*args, cwd=root)
-    assert done.returncode == 0, f"snapshotter {' '.join(args)} failed: {done.stderr}"
-    return done.stdout
 
 
 def test_the_recorded_fixtures_are_what_the_replay_expects() -> None:
@@ -91,7 +76,7 @@ def test_a_recorded_codex_session_nests_its_tools_and_names_the_patched_files(
     repo = fixture["repo"]
     root = make_repo(tmp_path / "repo", repo)
     replay(fixture["steps"], root, hermetic)
-    after = tree(root)
+    after = worktree_bytes(root)
     assert sorted(after) == ["e.txt", "f.txt", "g.txt", "moved.txt", "new.txt"]
     assert after["moved.txt"] == b"m moved\n" and after["f.txt"] == b"f by sed\n"
 
@@ -122,12 +107,12 @@ def test_a_recorded_codex_session_nests_its_tools_and_names_the_patched_files(
 
     cli_ok(root, "undo")
     cli_ok(root, "undo")
-    assert tree(root) == committed(repo), "two undos: the committed bytes"
+    assert worktree_bytes(root) == committed(repo), "two undos: the committed bytes"
     cli_ok(root, "redo")
     cli_ok(root, "redo")
-    assert tree(root) == after, "two redos: the bytes the session left"
+    assert worktree_bytes(root) == after, "two redos: the bytes the session left"
     cli_ok(root, "reset", "--original")
-    assert tree(root) == committed(repo)
+    assert worktree_bytes(root) == committed(repo)
 
 
 @pytest.mark.parametrize("session_end", [True, False], ids=["session-end", "no-session-end"])
@@ -152,8 +137,8 @@ def test_a_recorded_codex_interrupt_ends_the_turn_as_interrupted(
     (listed_turn,) = [cp for cp in listed(root) if cp["kind"] == "turn"]
     assert files_of(listed_turn) == {"b.txt": "deleted"}, listed_turn
     cli_ok(root, "undo")
-    assert tree(root) == committed(repo), "undo brings b.txt back, byte for byte"
+    assert worktree_bytes(root) == committed(repo), "undo brings b.txt back, byte for byte"
     cli_ok(root, "redo")
     assert not (root / "b.txt").exists(), "redo removes it again"
     cli_ok(root, "reset", "--original")
-    assert tree(root) == committed(repo)
+    assert worktree_bytes(root) == committed(repo)

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import files_of, hook_ok, listed, make_repo
-from test_claude_code_recorded import cli_ok, substitute
+from builders import cli_ok, files_of, hook_ok, listed, make_repo, worktree_bytes
+from test_claude_code_recorded import substitute
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "sessions" / "copilot" / "session.json"
 REPO = {"a.txt": "a as committed\n", "b.txt": "b as committed\n", "f.txt": "f as committed\n"}
@@ -54,15 +54,6 @@ PASCAL = {
 }
 
 
-def tree(root: Path) -> dict[str, bytes]:
-    """Every file of the worktree but .git's: relative path -> bytes."""
-    return {
-        p.relative_to(root).as_posix(): p.read_bytes()
-        for p in sorted(root.rglob("*"))
-        if p.is_file() and ".git" not in p.relative_to(root).parts[:1]
-    }
-
-
 def encoded(files: Mapping[str, str], extra: Mapping[str, bytes]) -> dict[str, bytes]:
     return {**{k: v.encode() for k, v in files.items()}, **extra}
 
@@ -80,7 +71,7 @@ def assert_turns_and_undo(root: Path, extra: Mapping[str, bytes] | None = None) 
     none at the top level; undo, undo, redo, redo, reset --original give the exact bytes.
     ``extra``: files (the hook configs) that were there before the session and stay."""
     extra = dict(extra or {})
-    assert tree(root) == encoded(AFTER_TURN_2, extra), "the session's tree"
+    assert worktree_bytes(root) == encoded(AFTER_TURN_2, extra), "the session's tree"
     cps = listed(root)
     turns = [cp for cp in cps if cp["kind"] == "turn"]
     seen = listing(cps)
@@ -97,16 +88,18 @@ def assert_turns_and_undo(root: Path, extra: Mapping[str, bytes] | None = None) 
 
     out = cli_ok(root, "undo")
     assert f"undid checkpoint {turns[1]['id']}" in out, out
-    assert tree(root) == encoded(AFTER_TURN_1, extra), "undo gives back turn 1's bytes"
+    assert worktree_bytes(root) == encoded(AFTER_TURN_1, extra), "undo gives back turn 1's bytes"
     out = cli_ok(root, "undo")
     assert f"undid checkpoint {turns[0]['id']}" in out, out
-    assert tree(root) == encoded(REPO, extra), "a second undo gives back the committed bytes"
+    assert worktree_bytes(root) == encoded(REPO, extra), (
+        "a second undo gives back the committed bytes"
+    )
     cli_ok(root, "redo")
-    assert tree(root) == encoded(AFTER_TURN_1, extra), "redo puts turn 1 back"
+    assert worktree_bytes(root) == encoded(AFTER_TURN_1, extra), "redo puts turn 1 back"
     cli_ok(root, "redo")
-    assert tree(root) == encoded(AFTER_TURN_2, extra), "and turn 2"
+    assert worktree_bytes(root) == encoded(AFTER_TURN_2, extra), "and turn 2"
     cli_ok(root, "reset", "--original")
-    assert tree(root) == encoded(REPO, extra), "reset --original: the committed bytes"
+    assert worktree_bytes(root) == encoded(REPO, extra), "reset --original: the committed bytes"
 
 
 def replay(root: Path, home: Path, steps: list[dict[str, Any]]) -> None:

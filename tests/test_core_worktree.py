@@ -11,25 +11,9 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
-from builders import git, hook_ok, write
-
-
-def snapshotter(
-    data_dir: Path, *args: str | bytes, timeout: float = 120
-) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), *args],
-        capture_output=True,
-        check=False,
-        timeout=timeout,
-    )
-
-
-def hook(data_dir: Path, **event: str) -> None:
-    hook_ok(event, data_dir)  # a real hook process: exit 0, nothing printed
+from builders import event, git, hook_ok, run_cli, write
 
 
 def one_clear_line(done: subprocess.CompletedProcess[bytes]) -> str:
@@ -86,7 +70,7 @@ def test_capture_from_the_git_dirs_directory_snapshots_core_worktree(
     tracked = set(git(meta, "ls-files").split())
     assert tracked == {".gitignore", "tracked.txt", "sub/inner.txt"}, "git works from meta"
 
-    done = snapshotter(data_dir, "capture", "-C", str(meta))
+    done = run_cli("capture", "-C", str(meta), data_dir=data_dir, text=False)
     assert done.returncode == 0, done.stderr.decode(errors="replace")
     tree = done.stdout.decode().strip()
     assert tree_paths(only_store(data_dir) / "git", tree) == tracked, (
@@ -100,19 +84,18 @@ def test_a_session_started_beside_the_git_dir_undoes_edits_in_core_worktree(
     tmp_path: Path, data_dir: Path
 ) -> None:
     meta, work = split_repo(tmp_path)
-    common = {"session_id": "s1", "cwd": str(meta)}
-    hook(data_dir, hook_event_name="session_start", **common)
-    hook(data_dir, hook_event_name="turn_start", **common)
+    hook_ok(event("session_start", meta, "s1"), data_dir)
+    hook_ok(event("turn_start", meta, "s1"), data_dir)
     write(work, "tracked.txt", "agent\n")
     write(work, "sub/new.txt", "agent new\n")
-    hook(data_dir, hook_event_name="turn_end", reason="done", **common)
+    hook_ok(event("turn_end", meta, "s1", reason="done"), data_dir)
 
-    listed = snapshotter(data_dir, "list", "-C", str(meta), "--json")
+    listed = run_cli("list", "-C", str(meta), "--json", data_dir=data_dir, text=False)
     assert listed.returncode == 0, listed.stderr
     files = {f["path"]: f["status"] for f in json.loads(listed.stdout)[0]["files"]}
     assert files == {"tracked.txt": "modified", "sub/new.txt": "added"}, files
 
-    undo = snapshotter(data_dir, "undo", "-C", str(meta))
+    undo = run_cli("undo", "-C", str(meta), data_dir=data_dir, text=False)
     assert undo.returncode == 0, undo.stderr.decode(errors="replace")
     assert (work / "tracked.txt").read_text() == "committed\n"
     assert not (work / "sub" / "new.txt").exists()
@@ -128,7 +111,7 @@ def test_core_worktree_naming_no_directory_is_one_clear_line(
     assert subprocess.run(["git", "status"], cwd=meta, capture_output=True).returncode != 0, (
         "git itself refuses this repository"
     )
-    err = one_clear_line(snapshotter(data_dir, "capture", "-C", str(meta)))
+    err = one_clear_line(run_cli("capture", "-C", str(meta), data_dir=data_dir, text=False))
     assert "core.worktree" in err and "not a directory" in err, err
     assert not (data_dir / "snapshot").exists() or not any((data_dir / "snapshot").iterdir()), (
         "no store is created for a repository we cannot snapshot"
@@ -146,16 +129,16 @@ def test_a_worktree_whose_path_is_not_utf8_gets_a_store_with_its_exact_record(
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "initial")
 
-    first = snapshotter(data_dir, "capture", "-C", raw)
+    first = run_cli("capture", "-C", raw, data_dir=data_dir, text=False)
     assert first.returncode == 0, first.stderr.decode(errors="replace")
     store = only_store(data_dir)
     assert (store / "worktree").read_bytes() == raw + b"\n", "the record names the exact bytes"
 
     write(root, "a.txt", "two\n")
-    second = snapshotter(data_dir, "capture", "-C", raw)
+    second = run_cli("capture", "-C", raw, data_dir=data_dir, text=False)
     assert second.returncode == 0 and second.stdout != first.stdout, second.stderr
 
-    outside = snapshotter(data_dir, "capture", "-C", os.fsencode(tmp_path))
+    outside = run_cli("capture", "-C", os.fsencode(tmp_path), data_dir=data_dir, text=False)
     err = one_clear_line(outside)
     assert "not inside a git worktree" in err, err
 
@@ -167,7 +150,7 @@ def test_discovery_never_opens_a_fifo_named_dot_git(tmp_path: Path, data_dir: Pa
     write(root, "sub/file.txt", "x\n")
     os.mkfifo(root / "sub" / ".git")  # git reads no gitfile from it and looks further up
     # Not a timing assertion: a hang (libgit2 reads the FIFO, issue 13 §9) just fails sooner.
-    done = snapshotter(data_dir, "capture", "-C", str(root / "sub"), timeout=60)
+    done = run_cli("capture", "-C", str(root / "sub"), data_dir=data_dir, timeout=60, text=False)
     assert done.returncode == 0, done.stderr.decode(errors="replace")
 
 
@@ -175,7 +158,7 @@ def test_a_bare_repository_is_not_a_worktree(tmp_path: Path, data_dir: Path) -> 
     bare = tmp_path / "bare.git"
     bare.mkdir()
     git(bare, "init", "-q", "--bare")
-    err = one_clear_line(snapshotter(data_dir, "capture", "-C", str(bare)))
+    err = one_clear_line(run_cli("capture", "-C", str(bare), data_dir=data_dir, text=False))
     assert "not inside a git worktree" in err, err
 
 
@@ -185,5 +168,5 @@ def test_a_damaged_repository_config_is_named_in_one_line(tmp_path: Path, data_d
     git(root, "init", "-q")
     (root / ".git" / "config").write_text("[core\nbare = false\n")
     assert subprocess.run(["git", "status"], cwd=root, capture_output=True).returncode != 0
-    err = one_clear_line(snapshotter(data_dir, "capture", "-C", str(root)))
+    err = one_clear_line(run_cli("capture", "-C", str(root), data_dir=data_dir, text=False))
     assert "config" in err and "not inside a git worktree" not in err, err

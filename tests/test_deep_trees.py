@@ -13,7 +13,7 @@ from builders import make_repo
 
 from snapshotter.engine import Engine
 from snapshotter.history import maintenance as gc_mod
-from snapshotter.history import undo as history
+from snapshotter.history import undo
 from snapshotter.history.recorder import Recorder
 from snapshotter.history.state_file import load
 
@@ -69,14 +69,14 @@ def test_a_checkpoint_1100_directories_deep_is_captured_undone_and_redone(
         )
         assert engine.diff(cp.before, cp.after), "the diff of the deep checkpoint is shown"
 
-        history.undo_last(engine, "s")
+        undo.undo_last(engine, "s")
         assert not (root / "d").exists(), "undo removes the deep file and its empty directories"
         assert (root / "README.md").read_text() == "# demo\n"
-        history.redo(engine, "s")
+        undo.redo(engine, "s")
         assert (leaf / "deep.txt").read_text() == "at the bottom\n", "redo brings it back"
         assert (root / "README.md").read_text() == "# changed\n"
         gc_mod.collect(engine)
-        history.undo_last(engine, "s")  # after gc the checkpoint's objects are all there
+        undo.undo_last(engine, "s")  # after gc the checkpoint's objects are all there
         assert not (root / "d").exists()
         assert not load(engine.store).restoring, "no restore is left half done"
     finally:

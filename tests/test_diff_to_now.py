@@ -7,46 +7,24 @@ Checkpoints are recorded by ``snapshotter hook`` events (in-process, through
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import re
 import subprocess
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import git, make_repo, write
-
-from snapshotter.cli.main import main
+from builders import Run, edit_files, git, make_repo, run_cli, run_cli_in_process, write
 
 SESSION = "sess-diff"
-
-
-@dataclass
-class Run:
-    code: int
-    out: str
-    err: str
 
 
 class Sn:
     """``sn("diff", "1")`` runs ``snapshotter diff 1`` through ``main``, as a user would."""
 
-    def __init__(self, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):
-        self.capsys, self.monkeypatch = capsys, monkeypatch
-
     def __call__(self, *args: Any, stdin: bytes | None = None) -> Run:
-        self.capsys.readouterr()
-        if stdin is not None:
-            self.monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
-        with pytest.raises(SystemExit) as exited:
-            main([str(a) for a in args])
-        captured = self.capsys.readouterr()
-        assert isinstance(exited.value.code, int), f"exit code {exited.value.code!r}"
-        return Run(exited.value.code, captured.out, captured.err)
+        return run_cli_in_process(*args, stdin=stdin)
 
     def event(self, root: Path, name: str, cwd: Path | None = None) -> None:
         payload = {"hook_event_name": name, "session_id": SESSION, "cwd": str(cwd or root)}
@@ -62,21 +40,17 @@ class Sn:
     ) -> None:
         """One agent turn that makes ``edits`` (None deletes the file) and ``modes``."""
         self.event(root, "turn_start", cwd)
-        for rel, content in edits.items():
-            if content is None:
-                (root / rel).unlink()
-            else:
-                write(root, rel, content)
+        edit_files(root, edits)
         for rel, mode in (modes or {}).items():
             os.chmod(root / rel, mode)
         self.event(root, "turn_end", cwd)
 
 
 @pytest.fixture
-def sn(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Sn:
+def sn(monkeypatch: pytest.MonkeyPatch) -> Sn:
     monkeypatch.delenv("NO_COLOR", raising=False)
     monkeypatch.delenv("COLUMNS", raising=False)
-    return Sn(capsys, monkeypatch)
+    return Sn()
 
 
 def newest_id(sn: Sn, root: Path) -> int:
@@ -403,11 +377,9 @@ def test_diff_is_gits_bytes_for_non_utf8_content(sn: Sn, tmp_path: Path) -> None
     sn.turn(root, {"latin.txt": b"na\xefve \xff\n", "crlf.txt": b"a\r\nb\r\n"})
     git(root, "add", "-A")
 
-    ours = subprocess.run(
-        [sys.executable, "-m", "snapshotter", "diff", "1", "-C", str(root)],
-        capture_output=True,
-        check=True,
-    ).stdout
+    done = run_cli("diff", "1", "-C", root, text=False)  # its own process: raw stdout
+    assert done.returncode == 0, done.stderr
+    ours = done.stdout
     theirs = subprocess.run(
         ["git", "diff", "--cached", "--no-renames"], cwd=root, capture_output=True, check=True
     ).stdout

@@ -16,12 +16,11 @@ import sys
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pygit2
 import pytest
-from builders import git, make_repo, write
+from builders import age_session, git, hook_input, keep_loose, make_repo, open_engine, write
 from builders import reachable as conftest_reachable
 
 from snapshotter.engine import Engine
@@ -31,19 +30,18 @@ from snapshotter.fileio import TEMP_PREFIX
 from snapshotter.git import packs as packwriter
 from snapshotter.git.pack_index import read_pack_index
 from snapshotter.history import maintenance as gc_mod
-from snapshotter.history import undo as history
+from snapshotter.history import undo
 from snapshotter.history.recorder import Recorder
 from snapshotter.history.retention import Policy
-from snapshotter.history.state_file import load, save
+from snapshotter.history.state_file import load
 from snapshotter.hooks import detached_gc
 from snapshotter.hooks.builtin import SnapshotBuiltin
-from snapshotter.hooks.wire import HookInput
 from snapshotter.logfile import log_path
 from snapshotter.store import compaction, object_files
+from snapshotter.store.capture import Snapshot
 from snapshotter.store.shadow import Store
 
 KEEP_ALL = Policy(max_age_days=None, max_checkpoints=None, max_store_bytes=None)
-ISO = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 # What is on disk: ("dir",) or ("file", executable?, bytes) per path, .git excluded.
 Disk = dict[str, tuple[object, ...]]
@@ -60,12 +58,6 @@ class Step:
 
 
 # -- helpers -----------------------------------------------------------------
-
-
-def open_engine(directory: Path, data_dir: Path) -> Engine:
-    engine = Engine.open(directory, data_dir_path=data_dir)
-    assert engine is not None, f"Engine.open({directory}) should create a store"
-    return engine
 
 
 def disk_state(root: Path, skip: str | None = None) -> Disk:
@@ -259,16 +251,16 @@ def undo_redo_exact(
     sessions change, left out of the comparison.
     """
     for step in reversed(steps):
-        report = history.undo_last(engine, step.session)
+        report = undo.undo_last(engine, step.session)
         assert report.checkpoint == [step.checkpoint], (
             f"undo in {step.session} reverted {report.checkpoint}, expected {step.checkpoint}"
         )
         assert_disk(engine.root, step.before, f"after undoing checkpoint {step.checkpoint}", skip)
     for session in {s.session for s in steps} if complete else ():
         with pytest.raises(NothingToDo):
-            history.undo_last(engine, session)
+            undo.undo_last(engine, session)
     for step in steps:
-        report = history.redo(engine, step.session)
+        report = undo.redo(engine, step.session)
         assert report.checkpoint == [step.checkpoint], (
             f"redo in {step.session} re-applied {report.checkpoint}, expected {step.checkpoint}"
         )
@@ -279,21 +271,6 @@ def small_repo(path: Path, files: int = 24) -> Path:
     return make_repo(
         path, {f"src/m{i // 8}/f{i}.txt": f"original {i}\n" * (i + 1) for i in range(files)}
     )
-
-
-def age_session(store: Store, session: str, days: float) -> None:
-    """Move a session's activity and checkpoints ``days`` into the past (state.json)."""
-    state = load(store)
-    shift = timedelta(days=days)
-
-    def back(stamp: str) -> str:
-        return (datetime.strptime(stamp, ISO).replace(tzinfo=UTC) - shift).strftime(ISO)
-
-    state.sessions[session].touched = back(state.sessions[session].touched)
-    for cp in state.checkpoints:
-        if cp.session_id == session:
-            cp.created_at = back(cp.created_at)
-    save(store, state)
 
 
 def checkpoint_ids(engine: Engine, session: str | None = None) -> list[int]:
@@ -383,12 +360,12 @@ def test_gc_keeps_what_a_pending_turn_and_the_redo_stack_need(
     users = b"the user's own edit, recorded nowhere else\n"
     write(root, touched[0], users)
     with_user_edit = disk_state(root)
-    history.undo_last(engine, "s", force=True)
+    undo.undo_last(engine, "s", force=True)
     for _ in range(2):
         gc_mod.collect(open_engine(root, data_dir), policy=KEEP_ALL)
         assert has_object(engine.store, object_id(users)), "the redo entry's tree lost a blob"
     assert_packed(engine.store, "after gc with a redo entry")
-    history.redo(engine, "s")
+    undo.redo(engine, "s")
     assert_disk(root, with_user_edit, "redo after gc puts back the user's edit exactly")
 
     # An open turn: its start tree (with the user's pending.txt) is named by
@@ -500,7 +477,7 @@ def test_sessions_older_than_max_age_are_dropped_newest_kept(
     assert not has_object(engine.store, markers["old"]), "its unique objects are freed"
     assert has_object(engine.store, markers["mid"]) and has_object(engine.store, markers["new"])
     with pytest.raises(NothingToDo):
-        history.undo_last(engine, "old")
+        undo.undo_last(engine, "old")
     assert_live_objects_present(engine)
 
     # mid's objects are packed by now: compact frees them however few they are
@@ -680,7 +657,7 @@ def test_git_gc_prune_in_the_source_repo_does_not_break_undo(
     gc_mod.collect(engine)
     undo_redo_exact(open_engine(root, data_dir), steps)
     for _ in steps:
-        history.undo_last(engine, "s")
+        undo.undo_last(engine, "s")
     assert (root / "notes/notes.txt").read_bytes() == v1, "undo brings v1 back from our store"
 
 
@@ -859,10 +836,6 @@ def test_temp_files_of_this_and_older_versions_go_when_the_store_opens(
 # -- session_end ----------------------------------------------------------------------
 
 
-def hook(root: Path, session: str, event: str) -> HookInput:
-    return HookInput(session_id=session, cwd=str(root), hook_event_name=event)
-
-
 def test_session_end_runs_a_bounded_gc(
     tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -877,23 +850,23 @@ def test_session_end_runs_a_bounded_gc(
         calls[-1]["report"] = engine.gc(budget_s=budget_s, policy=policy)
 
     monkeypatch.setattr(detached_gc, "start", inline)
-    monkeypatch.setattr(packwriter, "LOOSE_PACK_AT", 10**9)  # leave the packing to session_end
-    builtin.handle(hook(root, "s", "session_start"), [])
+    monkeypatch.setattr(Snapshot, "_pack_if_many", keep_loose)  # leave the packing to session_end
+    builtin.handle(hook_input("session_start", root), [])
     steps = []
     for turn in range(10):  # enough loose objects (or packs) to be worth compacting
         before = disk_state(root)
-        builtin.handle(hook(root, "s", "turn_start"), [])
+        builtin.handle(hook_input("turn_start", root), [])
         for i in range(30):
             path = write(root, f"many/t{turn}/f{i:02}.txt", f"turn {turn} file {i}\n")
             # Not "racily clean": a file this fresh is hashed again by the next capture,
             # and three turns of those (>= 64 files) would go to a pack, not loose.
             old = time.time() - 5
             os.utime(path, (old, old))
-        cp = builtin.handle(hook(root, "s", "turn_end"), [])
+        cp = builtin.handle(hook_input("turn_end", root), [])
         assert cp is not None, "the turn recorded"
         steps.append(Step("s", cp.id, before, disk_state(root)))
     before = disk_state(root)
-    builtin.handle(hook(root, "s", "turn_start"), [])
+    builtin.handle(hook_input("turn_start", root), [])
     write(root, "README.md", "changed in a turn the runtime never ended\n")
     engine = open_engine(root, data_dir)
     packs_before = [n for n in pack_files(engine.store) if n.endswith(".idx")]
@@ -902,7 +875,7 @@ def test_session_end_runs_a_bounded_gc(
     )
     assert calls == [], "no gc before session_end"
 
-    last = builtin.handle(hook(root, "s", "session_end"), [])
+    last = builtin.handle(hook_input("session_end", root), [])
     assert last is not None and last.label == "interrupted", "session_end closes the open turn"
     steps.append(Step("s", last.id, before, disk_state(root)))
     assert len(calls) == 1, f"session_end runs gc once: {calls}"
@@ -916,12 +889,12 @@ def test_session_end_runs_a_bounded_gc(
 
     # A session_end with little to do defers the work (the next run picks it up).
     before = disk_state(root)
-    builtin.handle(hook(root, "s", "turn_start"), [])
+    builtin.handle(hook_input("turn_start", root), [])
     write(root, "README.md", "one more change\n")
-    cp = builtin.handle(hook(root, "s", "turn_end"), [])
+    cp = builtin.handle(hook_input("turn_end", root), [])
     assert cp is not None
     steps.append(Step("s", cp.id, before, disk_state(root)))
-    builtin.handle(hook(root, "s", "session_end"), [])
+    builtin.handle(hook_input("session_end", root), [])
     report = calls[-1]["report"]
     assert isinstance(report, gc_mod.GcReport) and report.reason, (
         f"a bounded gc with a few loose objects is deferred: {report}"
@@ -929,7 +902,7 @@ def test_session_end_runs_a_bounded_gc(
     assert loose_objects(engine.store), "deferred: the few loose objects are still there"
 
     # When retention drops checkpoints, the bounded gc rewrites the store to free them.
-    builtin.handle(hook(root, "s", "session_end"), ["max_checkpoints=3"])
+    builtin.handle(hook_input("session_end", root), ["max_checkpoints=3"])
     report = calls[-1]["report"]
     assert isinstance(report, gc_mod.GcReport), f"session_end reports a GcReport: {report!r}"
     assert len(report.dropped.checkpoints) == 9, f"12 checkpoints, 3 kept: {report.dropped}"
@@ -944,8 +917,8 @@ def test_session_end_never_fails_when_gc_fails(
 ) -> None:
     root = small_repo(tmp_path / "repo")
     builtin = SnapshotBuiltin(data_dir_path=data_dir)
-    builtin(hook(root, "s", "session_start"), [])
-    builtin(hook(root, "s", "turn_start"), [])
+    builtin(hook_input("session_start", root), [])
+    builtin(hook_input("turn_start", root), [])
     write(root, "src/m0/f0.txt", "edited, turn left open\n")
 
     def broken(*_args: object, **_kwargs: object) -> None:
@@ -957,10 +930,10 @@ def test_session_end_never_fails_when_gc_fails(
         run_detached(data, str(worktree), budget_s, policy)
 
     monkeypatch.setattr(detached_gc, "start", inline)  # the detached process's body, here
-    assert builtin(hook(root, "s", "session_end"), []) is None, "the event returns normally"
+    assert builtin(hook_input("session_end", root), []) is None, "the event returns normally"
     engine = open_engine(root, data_dir)
     cps = load(engine.store).checkpoints
     assert [cp.label for cp in cps] == ["interrupted"], "the open turn was recorded before gc"
     assert log_path(data_dir).exists(), "the gc failure is logged"
-    history.undo_last(engine, "s")
+    undo.undo_last(engine, "s")
     assert (root / "src/m0/f0.txt").read_text() == "original 0\n", "undo works after it"

@@ -10,35 +10,27 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import filelock
 import pytest
-from builders import make_repo, write
+from builders import hook_input, keep_loose, make_repo, open_engine, run_cli, write
 
 from snapshotter.config import stores_dir
-from snapshotter.engine import Engine
 from snapshotter.git import packs as packwriter
 from snapshotter.git.kinds import BLOB
 from snapshotter.git.loose import loose_files
 from snapshotter.history import maintenance as gc_mod
-from snapshotter.history import undo as history
+from snapshotter.history import undo
 from snapshotter.history.recorder import Recorder
 from snapshotter.history.retention import Policy
 from snapshotter.history.state_file import load, save
 from snapshotter.hooks import detached_gc
 from snapshotter.hooks.builtin import SnapshotBuiltin
-from snapshotter.hooks.wire import HookInput
 from snapshotter.store import compaction, loose_packing
+from snapshotter.store.capture import Snapshot
 from snapshotter.store.shadow import Store
-
-
-def open_engine(root: Path, data_dir: Path) -> Engine:
-    engine = Engine.open(root, data_dir_path=data_dir)
-    assert engine is not None
-    return engine
 
 
 def lock_is_free(store: Store) -> bool:
@@ -70,12 +62,9 @@ def test_gc_session_end_starts_gc_detached_and_never_runs_it_itself(
     monkeypatch.setattr(gc_mod, "collect_store", refuse)
     monkeypatch.setattr(subprocess, "Popen", FakePopen)
 
-    def event(name: str) -> HookInput:
-        return HookInput(session_id="s", cwd=str(root), hook_event_name=name)
-
-    builtin.handle(event("turn_start"), [])
+    builtin.handle(hook_input("turn_start", root), [])
     write(root, "a.txt", "changed\n")
-    cp = builtin.handle(event("session_end"), ["max_checkpoints=3"])
+    cp = builtin.handle(hook_input("session_end", root), ["max_checkpoints=3"])
     assert cp is not None and cp.label == "interrupted", "the open turn is recorded first"
     assert in_process == [], "session_end must not run gc within the hook's time"
     assert len(started) == 1, f"one detached gc process started: {started}"
@@ -112,7 +101,7 @@ def test_gc_writes_packs_without_the_store_lock(
     engine = open_engine(root, data_dir)
     rec = Recorder(engine, "s")
     rec.session_start()
-    monkeypatch.setattr(packwriter, "LOOSE_PACK_AT", 10**9)  # the loose objects wait for gc
+    monkeypatch.setattr(Snapshot, "_pack_if_many", keep_loose)  # the loose objects wait for gc
     for turn in range(2):
         rec.turn_start()
         for i in range(packwriter.LOOSE_PACK_AT // 20 + 1):  # ten files a capture: loose objects
@@ -150,7 +139,7 @@ def test_gc_writes_packs_without_the_store_lock(
     gc_mod.collect(engine, policy=Policy(None, None, None), compact=True)  # a full one
     monkeypatch.undo()
     assert calls == ["write", "copy"] * 2, f"the full gc rewrote without the lock: {calls}"
-    assert history.undo_last(open_engine(root, data_dir), "s").restored == ["a.txt"]
+    assert undo.undo_last(open_engine(root, data_dir), "s").restored == ["a.txt"]
 
 
 @pytest.mark.parametrize("where", ["loose", "packed"])
@@ -198,13 +187,7 @@ def test_gc_keeps_an_old_object_a_capture_names_again_while_it_packs(
 
 
 def run_gc_all(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), "gc", "--all", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    return run_cli("gc", "--all", *args, data_dir=data_dir, timeout=300)
 
 
 def test_gc_all_drops_stores_of_deleted_worktrees_after_the_retention_age(

@@ -17,35 +17,27 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pygit2
 import pytest
-from builders import make_repo, reachable, write
+from builders import age_session, edit_files, make_repo, open_engine, reachable
 
 from snapshotter.engine import Engine
 from snapshotter.git import packs as packwriter
 from snapshotter.git.loose import loose_files
 from snapshotter.git.pack_index import read_pack_index
 from snapshotter.history import maintenance as gc_mod
-from snapshotter.history import undo as history
+from snapshotter.history import undo
 from snapshotter.history.recorder import Recorder
 from snapshotter.history.retention import Policy
-from snapshotter.history.state_file import load, save
+from snapshotter.history.state_file import load
 from snapshotter.store import compaction
 from snapshotter.store.shadow import Store
 
 KEEP_ALL = Policy(max_age_days=None, max_checkpoints=None, max_store_bytes=None)
-ISO = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 Files = dict[str, bytes]
-
-
-def open_engine(root: Path, data_dir: Path) -> Engine:
-    engine = Engine.open(root, data_dir_path=data_dir)
-    assert engine is not None, f"a store for {root}"
-    return engine
 
 
 def files(root: Path) -> Files:
@@ -110,11 +102,7 @@ class Session:
         root = self.engine.root
         before = files(root)
         self.recorder.turn_start()
-        for rel, content in edits.items():
-            if content is None:
-                (root / rel).unlink()
-            else:
-                write(root, rel, content)
+        edit_files(root, edits)
         cp = self.recorder.turn_end("stop")
         assert cp is not None, f"a turn of {self.name} changed files"
         self.turns.append((cp.id, before, files(root)))
@@ -124,9 +112,9 @@ def undo_redo_newest(engine: Engine, session: Session, what: str) -> None:
     """The session's newest turn undoes to exactly what was before it, and redoes."""
     fresh = open_engine(engine.root, engine.store.root.parent.parent)  # a new process would
     cp, before, after = session.turns[-1]
-    assert history.undo_last(fresh, session.name).checkpoint == [cp], f"{what}: undo"
+    assert undo.undo_last(fresh, session.name).checkpoint == [cp], f"{what}: undo"
     assert files(engine.root) == before, f"{what}: undo restores the worktree exactly"
-    assert history.redo(fresh, session.name).checkpoint == [cp], f"{what}: redo"
+    assert undo.redo(fresh, session.name).checkpoint == [cp], f"{what}: redo"
     assert files(engine.root) == after, f"{what}: redo restores the worktree exactly"
 
 
@@ -154,20 +142,6 @@ def big_repo(path: Path) -> Path:
 
 def name(i: int) -> str:
     return f"src/d{i // 20}/f{i}.txt"
-
-
-def age_session(store: Store, session: str, days: float) -> None:
-    state = load(store)
-    shift = timedelta(days=days)
-
-    def back(stamp: str) -> str:
-        return (datetime.strptime(stamp, ISO).replace(tzinfo=UTC) - shift).strftime(ISO)
-
-    state.sessions[session].touched = back(state.sessions[session].touched)
-    for cp in state.checkpoints:
-        if cp.session_id == session:
-            cp.created_at = back(cp.created_at)
-    save(store, state)
 
 
 def edits(turn: int, count: int = 3) -> dict[str, bytes | None]:

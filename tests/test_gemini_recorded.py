@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import files_of, hook_ok, listed, make_repo
-from test_claude_code_recorded import REPO, cli_ok, substitute
+from builders import cli_ok, edit_files, files_of, hook_ok, listed, make_repo
+from test_claude_code_recorded import REPO, substitute
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "sessions" / "gemini"
 # The events ``snapshotter init gemini`` wires.
@@ -48,11 +48,7 @@ def replay(name: str, root: Path, home: Path, every_event: bool) -> None:
     steps = json.loads((FIXTURES / name).read_text())["steps"]
     for step in substitute(steps, root, home):
         if "files" in step:
-            for rel, content in step["files"].items():
-                if content is None:
-                    (root / rel).unlink()
-                else:
-                    (root / rel).write_bytes(content.encode())
+            edit_files(root, step["files"])
             continue
         event = step["event"]
         if not every_event and event["hook_event_name"] not in WIRED:

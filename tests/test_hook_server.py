@@ -4,70 +4,49 @@ from __future__ import annotations
 
 import contextlib
 import json
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
-from builders import make_repo, write
+from builders import event, make_repo, run_hook, wait_for, write
 
 from snapshotter.engine import Engine
 from snapshotter.hooks import client
 
 
-def hook(data_dir: Path, event: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), "hook"],
-        input=json.dumps(event).encode(),
-        capture_output=True,
-        timeout=60,
-        check=False,
-    )
-
-
-@pytest.fixture
-def server_on(server_socket: Path) -> Path:
-    return server_socket
-
-
 def test_first_hook_starts_a_server_that_later_hooks_use(
-    tmp_path: Path, data_dir: Path, server_on: Path
+    tmp_path: Path, data_dir: Path, server_socket: Path
 ) -> None:
     root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
     base = {"session_id": "s", "cwd": str(root)}
-    first = hook(data_dir, {**base, "hook_event_name": "turn_start"})
+    first = run_hook({**base, "hook_event_name": "turn_start"}, data_dir)
     assert first.returncode == 0 and not first.stderr, first.stderr
-    deadline = time.monotonic() + 30
-    while not server_on.exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert server_on.exists(), "the first hook started a server in the background"
+    wait_for(server_socket, limit=30)  # the first hook started a server in the background
     write(root, "a.txt", "changed\n")
     # This event goes through the server (a direct client call proves it answers) ...
     event = json.dumps({**base, "hook_event_name": "turn_end", "reason": "normal"}).encode()
-    assert client.send(server_on, data_dir, [], event) is None, "the server handled turn_end"
+    assert client.send(server_socket, data_dir, [], event) is None, "the server handled turn_end"
     # ... and a real hook process on a served socket still works end to end.
-    assert hook(data_dir, {**base, "hook_event_name": "turn_start"}).returncode == 0
+    assert run_hook({**base, "hook_event_name": "turn_start"}, data_dir).returncode == 0
     write(root, "b.txt", "new\n")
-    assert hook(data_dir, {**base, "hook_event_name": "turn_end"}).returncode == 0
+    assert run_hook({**base, "hook_event_name": "turn_end"}, data_dir).returncode == 0
     engine = Engine.open(root, data_dir_path=data_dir, create=False)
     assert engine is not None
     files = [[f.path for f in cp.files] for cp in engine.checkpoints("s")]
     assert files == [["a.txt"], ["b.txt"]], f"both turns recorded once each: {files}"
-    bad = client.send(server_on, data_dir, [], b"not json")
+    bad = client.send(server_socket, data_dir, [], b"not json")
     assert bad is not None and "not JSON" in bad, "errors come back to the client to print"
 
 
 def test_stale_socket_falls_back_to_in_process(
-    tmp_path: Path, data_dir: Path, server_on: Path
+    tmp_path: Path, data_dir: Path, server_socket: Path
 ) -> None:
     root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
-    server_on.parent.mkdir(parents=True, exist_ok=True)
-    server_on.write_text("")  # a dead socket file: connecting is refused
+    server_socket.parent.mkdir(parents=True, exist_ok=True)
+    server_socket.write_text("")  # a dead socket file: connecting is refused
     base = {"session_id": "s", "cwd": str(root)}
-    assert hook(data_dir, {**base, "hook_event_name": "turn_start"}).returncode == 0
+    assert run_hook({**base, "hook_event_name": "turn_start"}, data_dir).returncode == 0
     write(root, "a.txt", "changed\n")
-    done = hook(data_dir, {**base, "hook_event_name": "turn_end"})
+    done = run_hook({**base, "hook_event_name": "turn_end"}, data_dir)
     assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr
     engine = Engine.open(root, data_dir_path=data_dir, create=False)
     assert engine is not None and len(engine.checkpoints("s")) == 1, (
@@ -90,31 +69,15 @@ def test_relative_and_default_data_dirs_reach_the_same_store_through_the_server(
             path = client.socket_path(str(work / "rel-data") if option else None)
             assert path is not None
             sockets.append(path)
-            cmd = [sys.executable, "-m", "snapshotter", *option, "hook"]
+            relative = Path(option[1]) if option else None  # as given: relative to cwd
             for i in range(3):  # the first starts the server; wait for it; then served
-                event = {"session_id": "s", "cwd": str(root), "hook_event_name": "turn_start"}
-                subprocess.run(
-                    cmd,
-                    input=json.dumps(event).encode(),
-                    cwd=work,
-                    timeout=60,
-                    check=True,
-                    capture_output=True,
-                )
+                done = run_hook(event("turn_start", root), relative, cwd=work, timeout=60)
+                assert done.returncode == 0, done.stderr
                 write(root, "a.txt", f"{option} {i}\n")
-                event["hook_event_name"] = "turn_end"
-                subprocess.run(
-                    cmd,
-                    input=json.dumps(event).encode(),
-                    cwd=work,
-                    timeout=60,
-                    check=True,
-                    capture_output=True,
-                )
-                deadline = time.monotonic() + 30
-                while not path.exists() and time.monotonic() < deadline:
-                    time.sleep(0.1)
-            assert path.exists(), "a server came up for this data dir"
+                done = run_hook(event("turn_end", root), relative, cwd=work, timeout=60)
+                assert done.returncode == 0, done.stderr
+                if not path.exists():
+                    wait_for(path)  # a server came up for this data dir
             engine = Engine.open(root, data_dir_path=target, create=False)
             assert engine is not None, f"the store is in {target}"
             assert len(engine.checkpoints("s")) == 3

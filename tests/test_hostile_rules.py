@@ -24,50 +24,27 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import git, write
+from builders import captured, event, git, run_cli, run_hook, write
 
 from snapshotter import fileio
 from snapshotter.git import rule_files, wildmatch
-from snapshotter.git.worktree import find_worktree
-from snapshotter.store.walk import scan
 
 HANG_GUARD_S = 60
 
 
-def hook(data_dir: Path, event: str, cwd: Path, **fields: Any) -> None:
-    payload = {"session_id": "s1", "cwd": str(cwd), "hook_event_name": event, **fields}
+def hook(data_dir: Path, name: str, cwd: Path, **fields: Any) -> None:
+    """One event through a real ``snapshotter hook``, its timeout the hang guard."""
     try:
-        done = subprocess.run(
-            [sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), "hook"],
-            input=json.dumps(payload).encode(),
-            capture_output=True,
-            check=False,
-            timeout=HANG_GUARD_S,
-        )
+        done = run_hook(event(name, cwd, "s1", **fields), data_dir, timeout=HANG_GUARD_S)
     except subprocess.TimeoutExpired:
-        pytest.fail(f"`snapshotter hook` ({event}) hung for {HANG_GUARD_S} s")
-    assert done.returncode == 0, f"hook {event} exited {done.returncode}: {done.stderr!r}"
+        pytest.fail(f"`snapshotter hook` ({name}) hung for {HANG_GUARD_S} s")
+    assert done.returncode == 0, f"hook {name} exited {done.returncode}: {done.stderr!r}"
 
 
 def checkpoint_count(data_dir: Path, cwd: Path) -> int:
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "snapshotter",
-            "--data-dir",
-            str(data_dir),
-            "list",
-            "-C",
-            str(cwd),
-            "--json",
-        ],
-        capture_output=True,
-        check=False,
-        timeout=HANG_GUARD_S,
-    )
+    done = run_cli("list", "-C", cwd, "--json", data_dir=data_dir, timeout=HANG_GUARD_S)
     assert done.returncode == 0, f"list failed: {done.stderr!r}"
-    return done.stdout.decode().count('"id"')
+    return done.stdout.count('"id"')
 
 
 def one_turn(data_dir: Path, cwd: Path, edit: Path) -> None:
@@ -88,11 +65,6 @@ def git_lists(root: Path) -> set[str]:
         timeout=HANG_GUARD_S,
     ).stdout
     return {os.fsdecode(p) for p in out.split(b"\0") if p}
-
-
-def captured(root: Path) -> set[str]:
-    tree = find_worktree(root)
-    return set(scan(tree, previous=frozenset(), max_new_file_size=1 << 40).entries)
 
 
 SCAN_IN_CHILD = """

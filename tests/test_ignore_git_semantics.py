@@ -18,11 +18,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from builders import git, write
+from builders import captured, git, write
 
 from snapshotter.git import ignore
-from snapshotter.git.worktree import find_worktree
-from snapshotter.store.walk import scan
 
 
 def git_lists(root: Path) -> set[str]:
@@ -34,11 +32,6 @@ def git_lists(root: Path) -> set[str]:
         check=True,
     ).stdout
     return {p.decode() for p in out.split(b"\0") if p and os.path.lexists(root / p.decode())}
-
-
-def captured(root: Path) -> set[str]:
-    tree = find_worktree(root)
-    return set(scan(tree, previous=frozenset(), max_new_file_size=1 << 40).entries)
 
 
 def assert_same_as_git(root: Path, must_leave_out: set[str]) -> None:

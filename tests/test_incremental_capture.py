@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from builders import make_repo, write
+from builders import make_repo, open_engine, write
 
 from snapshotter.engine import Engine
 from snapshotter.git import trees as treebuild
@@ -99,7 +99,7 @@ def root(tmp_path: Path) -> Path:
 
 def cold(root: Path, data: Path, scope: str = "") -> Capture:
     """A capture without a resident (a full walk, as a CLI's), in the store under ``data``."""
-    engine = Engine.open(root, data_dir_path=data)
+    engine = open_engine(root, data)
     return (engine.with_scope(scope) if scope else engine).capture()
 
 
@@ -109,7 +109,7 @@ def manifest_path(engine: Engine) -> Path:
 
 def open_served(root: Path, data: Path, resident: Resident) -> Engine:
     """An engine as the hook server opens it."""
-    return Engine.open(root, data_dir_path=data, resident=resident)
+    return open_engine(root, data, resident=resident)
 
 
 def check_manifest(engine: Engine, tree: str) -> None:

@@ -9,21 +9,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from builders import git, make_repo, write
+from builders import git, make_repo, open_engine, write
 
-from snapshotter.engine import Engine
-from snapshotter.history import undo as history
+from snapshotter.history import undo
 from snapshotter.history.recorder import Recorder
 from snapshotter.history.records import Restoring
 from snapshotter.history.state_file import load, save
 
 LOOKALIKE = "notes/.snapshotter-tmp-0123456789ab"
-
-
-def open_engine(root: Path, data_dir: Path) -> Engine:
-    engine = Engine.open(root, data_dir_path=data_dir)
-    assert engine is not None
-    return engine
 
 
 def test_a_committed_file_named_like_a_restore_temp_file_is_never_deleted(
@@ -54,11 +47,11 @@ def test_the_next_open_finishes_a_journalled_restore_and_removes_only_its_temps(
         write(root, f"{name}.txt", f"{name}1 by the agent\n")
     cp = recorder.turn_end("end")
     assert cp is not None
-    history.undo_last(engine, "s")
-    history.redo(engine, "s")
+    undo.undo_last(engine, "s")
+    undo.redo(engine, "s")
     # As a kill would leave an undo: its outcome saved with the journal, only
     # a.txt restored, a temp file next to b.txt, and the user already at c.txt.
-    history.undo_last(engine, "s")
+    undo.undo_last(engine, "s")
     undone = load(engine.store)
     write(root, "b.txt", "b1 by the agent\n")
     write(root, "c.txt", "c2 the user's, after the kill\n")

@@ -8,21 +8,18 @@ what it was given, then shows it. Nothing in the process under test is patched.
 from __future__ import annotations
 
 import fcntl
-import io
-import json
 import os
 import pty
 import select
 import struct
 import subprocess
-import sys
 import termios
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from builders import write
+from builders import argv, edit_files, event, payload, run_cli_in_process, write
 
 SESSION = "sess-pager"
 FAKE_PAGER = """#!/bin/sh
@@ -70,10 +67,6 @@ def base_env(pagers: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def snapshotter(*args: str | Path) -> list[str]:
-    return [sys.executable, "-m", "snapshotter", *(str(a) for a in args)]
-
-
 def on_terminal(args: list[str], env: dict[str, str], columns: int = 80) -> Screen:
     """Run ``args`` with stdout on a pseudo-terminal ``columns`` wide; what it showed."""
     master, slave = pty.openpty()
@@ -113,19 +106,13 @@ def on_pipe(args: list[str], env: dict[str, str]) -> Screen:
     return Screen(done.returncode, done.stdout, done.stderr.decode())
 
 
-def record_turn(repo: Path, edits: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+def record_turn(repo: Path, edits: dict[str, str]) -> None:
     """One agent turn, recorded by ``snapshotter hook`` (in-process, to keep tests quick)."""
-    from snapshotter.cli.main import main
-
     for name in ("turn_start", "turn_end"):
         if name == "turn_end":
-            for rel, content in edits.items():
-                write(repo, rel, content)
-        event = {"hook_event_name": name, "session_id": SESSION, "cwd": str(repo)}
-        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(json.dumps(event).encode())))
-        with pytest.raises(SystemExit) as exited:
-            main(["hook"])
-        assert exited.value.code == 0, f"hook {name} exits 0"
+            edit_files(repo, edits)
+        sent = payload(event(name, repo, SESSION))
+        assert run_cli_in_process("hook", stdin=sent).code == 0, f"hook {name} exits 0"
 
 
 def pager_log(pagers: Path, name: str) -> dict[str, bytes] | None:
@@ -137,13 +124,13 @@ def pager_log(pagers: Path, name: str) -> dict[str, bytes] | None:
 
 
 @pytest.fixture
-def changed(repo: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    record_turn(repo, {"src/app.py": "print('paged')\n"}, monkeypatch)
+def changed(repo: Path) -> Path:
+    record_turn(repo, {"src/app.py": "print('paged')\n"})
     return repo
 
 
 def test_default_pager_is_less_FRX_on_a_terminal(changed: Path, pagers: Path) -> None:
-    screen = on_terminal(snapshotter("diff", "-C", changed), base_env(pagers))
+    screen = on_terminal(argv(None, "diff", "-C", changed), base_env(pagers))
 
     assert screen.code == 0, screen.err
     log = pager_log(pagers, "less")
@@ -157,12 +144,12 @@ def test_default_pager_is_less_FRX_on_a_terminal(changed: Path, pagers: Path) ->
 
 
 def test_pager_environment_order(changed: Path, pagers: Path) -> None:
-    on_terminal(snapshotter("diff", "-C", changed), base_env(pagers, PAGER="mypager"))
+    on_terminal(argv(None, "diff", "-C", changed), base_env(pagers, PAGER="mypager"))
     assert pager_log(pagers, "mypager") is not None, "PAGER names the pager"
     assert pager_log(pagers, "less") is None, "PAGER replaces the default"
 
     on_terminal(
-        snapshotter("diff", "-C", changed),
+        argv(None, "diff", "-C", changed),
         base_env(pagers, PAGER="mypager", SNAPSHOTTER_PAGER="otherpager --x", LESS="-i"),
     )
     log = pager_log(pagers, "otherpager")
@@ -174,7 +161,7 @@ def test_pager_environment_order(changed: Path, pagers: Path) -> None:
     "setting", [{"PAGER": "cat"}, {"PAGER": ""}, {"SNAPSHOTTER_PAGER": "", "PAGER": "mypager"}]
 )
 def test_cat_or_empty_means_no_pager(changed: Path, pagers: Path, setting: dict[str, str]) -> None:
-    screen = on_terminal(snapshotter("diff", "-C", changed), base_env(pagers, **setting))
+    screen = on_terminal(argv(None, "diff", "-C", changed), base_env(pagers, **setting))
     assert screen.code == 0 and b"\x1b[32m+print('paged')" in screen.out, (
         f"{setting}: shown on the terminal, coloured: {screen}"
     )
@@ -184,13 +171,13 @@ def test_cat_or_empty_means_no_pager(changed: Path, pagers: Path, setting: dict[
 
 
 def test_no_pager_option(changed: Path, pagers: Path) -> None:
-    screen = on_terminal(snapshotter("diff", "--no-pager", "-C", changed), base_env(pagers))
+    screen = on_terminal(argv(None, "diff", "--no-pager", "-C", changed), base_env(pagers))
     assert b"+print('paged')" in screen.out and pager_log(pagers, "less") is None, screen
 
 
 def test_never_a_pager_or_colour_when_stdout_is_not_a_terminal(changed: Path, pagers: Path) -> None:
     for args in (["diff"], ["diff", "--stat"], ["diff", "1.."]):
-        piped = on_pipe(snapshotter(*args, "-C", changed), base_env(pagers))
+        piped = on_pipe(argv(None, *args, "-C", changed), base_env(pagers))
         assert piped.code == 0, piped.err
         assert b"src/app.py" in piped.out and b"\x1b[" not in piped.out, (
             f"{args} into a pipe: plain text, no colour: {piped.out!r}"
@@ -204,7 +191,7 @@ def test_never_a_pager_or_colour_when_stdout_is_not_a_terminal(changed: Path, pa
 def test_pager_that_fails_to_start_falls_back_to_plain_output(
     changed: Path, pagers: Path, pager: str
 ) -> None:
-    screen = on_terminal(snapshotter("diff", "-C", changed), base_env(pagers, PAGER=pager))
+    screen = on_terminal(argv(None, "diff", "-C", changed), base_env(pagers, PAGER=pager))
     assert screen.code == 0, f"a broken PAGER is no error: {screen.err}"
     assert screen.out.count(b"\x1b[32m+print('paged')") == 1, (
         f"the diff is shown once, coloured, without the pager: {screen.out!r}"
@@ -212,37 +199,34 @@ def test_pager_that_fails_to_start_falls_back_to_plain_output(
 
 
 def test_colour_on_a_terminal_respects_no_color(changed: Path, pagers: Path) -> None:
-    coloured = on_terminal(snapshotter("diff", "--no-pager", "-C", changed), base_env(pagers))
+    coloured = on_terminal(argv(None, "diff", "--no-pager", "-C", changed), base_env(pagers))
     assert b"\x1b[31m-print('hi')\x1b[m" in coloured.out, f"red on a terminal: {coloured.out!r}"
 
     plain = on_terminal(
-        snapshotter("diff", "--no-pager", "-C", changed), base_env(pagers, NO_COLOR="1")
+        argv(None, "diff", "--no-pager", "-C", changed), base_env(pagers, NO_COLOR="1")
     )
     assert b"-print('hi')" in plain.out and b"\x1b[" not in plain.out, (
         f"NO_COLOR turns colour off: {plain.out!r}"
     )
     never = on_terminal(
-        snapshotter("diff", "--no-pager", "--color=never", "-C", changed), base_env(pagers)
+        argv(None, "diff", "--no-pager", "--color=never", "-C", changed), base_env(pagers)
     )
     assert b"\x1b[" not in never.out, f"--color=never: {never.out!r}"
     dumb = on_terminal(
-        snapshotter("diff", "--no-pager", "-C", changed), base_env(pagers, TERM="dumb")
+        argv(None, "diff", "--no-pager", "-C", changed), base_env(pagers, TERM="dumb")
     )
     assert b"\x1b[" not in dumb.out, f"TERM=dumb has no colours (git): {dumb.out!r}"
 
 
-def test_stat_is_laid_out_for_the_terminals_width(
-    repo: Path, pagers: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_stat_is_laid_out_for_the_terminals_width(repo: Path, pagers: Path) -> None:
     record_turn(
         repo,
         {
             "src/app.py": "".join(f"line {i}\n" for i in range(200)),
             "a/rather/long/path/to/some/file.txt": "x\n",
         },
-        monkeypatch,
     )
-    args = snapshotter("diff", "--stat", "--no-pager", "--color=never", "-C", repo)
+    args = argv(None, "diff", "--stat", "--no-pager", "--color=never", "-C", repo)
 
     narrow = on_terminal(args, base_env(pagers), columns=50).out.decode()
     piped = on_pipe(args, base_env(pagers, COLUMNS="50")).out.decode()

@@ -11,7 +11,6 @@ threads serve the worktree's hooks in parallel).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import subprocess
 import sys
@@ -23,7 +22,6 @@ import pytest
 from builders import event, fast_and_full, run_hook, write
 
 from snapshotter.engine import Engine
-from snapshotter.hooks import client
 from snapshotter.logfile import log_path
 
 # (writer processes, hook workers, hooks per worker: hooks // 2 pre/post pairs)
@@ -51,16 +49,11 @@ def test_parallel_hooks_while_files_are_rewritten(
     data_dir: Path,
     server: bool,
     size: tuple[int, int, int],
-    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
 ) -> None:
-    monkeypatch.setenv("SNAPSHOTTER_HOOK_SERVER", "1" if server else "0")
-    try:
-        run_parallel_hooks(repo, data_dir, *size)
-    finally:
-        sock = client.socket_path(data_dir)
-        if server and sock is not None:
-            with contextlib.suppress(OSError):
-                client.stop(sock)
+    if server:  # the hook server on (and stopped after), as users run the hooks
+        request.getfixturevalue("server_socket")
+    run_parallel_hooks(repo, data_dir, *size)
 
 
 def run_parallel_hooks(

@@ -6,32 +6,22 @@ A second local user read a 0600 secret out of a shadow store through
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import stat
 import subprocess
-import sys
 import tempfile
 import uuid
 from pathlib import Path
 
 import pytest
-from builders import make_repo, write
+from builders import make_repo, turn
 
 from snapshotter.config import stores_dir
 from snapshotter.engine import Engine
 
-
-def hook(data_dir: Path, event: dict[str, str]) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), "hook"],
-        input=json.dumps(event).encode(),
-        capture_output=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0 and not done.stderr, done.stderr
+# What each agent turn writes: a file no other user may read from a store.
+SECRET = {"secret.txt": "hunter2\n"}
 
 
 def open_to_others(top: Path) -> list[str]:
@@ -44,16 +34,10 @@ def open_to_others(top: Path) -> list[str]:
     return found
 
 
-def turn(data_dir: Path, root: Path) -> None:
-    hook(data_dir, {"session_id": "s", "cwd": str(root), "hook_event_name": "turn_start"})
-    write(root, "secret.txt", "hunter2\n")
-    hook(data_dir, {"session_id": "s", "cwd": str(root), "hook_event_name": "turn_end"})
-
-
 def test_perms_hooks_create_a_private_data_dir(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
     root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
-    turn(data_dir, root)
+    turn(root, "s", SECRET, data_dir)  # through real hook processes
     assert list(stores_dir(data_dir).glob("*/git/objects")), "a store was made"
     assert open_to_others(data_dir) == [], "nothing in the data directory is open to others"
 
@@ -61,7 +45,7 @@ def test_perms_hooks_create_a_private_data_dir(tmp_path: Path) -> None:
 def test_perms_an_existing_open_store_is_closed_on_open(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
     root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
-    turn(data_dir, root)
+    turn(root, "s", SECRET, data_dir)  # through real hook processes
     for path in [data_dir, *data_dir.rglob("*")]:  # as older versions left it
         os.chmod(path, 0o755 if path.is_dir() else 0o644)
     engine = Engine.open(root, data_dir_path=data_dir)
@@ -84,7 +68,7 @@ def test_perms_a_second_user_cannot_read_the_store() -> None:
         root = make_repo(top / "r", {"a.txt": "a\n"})
         os.chmod(root, 0o700)  # the user's worktree is private, the secret 0600
         data_dir = top / "data"
-        turn(data_dir, root)
+        turn(root, "s", SECRET, data_dir)  # through real hook processes
         os.chmod(root / "secret.txt", 0o600)
         subprocess.run(["useradd", "--no-create-home", "--shell", "/bin/sh", user], check=True)
         store = next(stores_dir(data_dir).glob("*/git"))

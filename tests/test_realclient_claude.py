@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import files_of, listed, make_repo, run_cli
-from test_claude_code_recorded import FIXTURE, PLACEHOLDERS, REPO, cli_ok
+from builders import cli_ok, files_of, listed, make_repo, run_cli
+from test_claude_code_recorded import FIXTURE, PLACEHOLDERS, REPO
 
 from snapshotter.logfile import log_path
 

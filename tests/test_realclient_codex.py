@@ -38,8 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import files_of, listed, load_state, make_repo
-from test_claude_code_recorded import cli_ok
+from builders import cli_ok, files_of, listed, load_state, make_repo
 from test_realclient_claude import (
     _unshare_works,
     anonymised,

@@ -35,9 +35,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import files_of, listed, make_repo, run_cli
-from test_claude_code_recorded import cli_ok
-from test_copilot_recorded import assert_turns_and_undo, tree
+from builders import cli_ok, files_of, listed, make_repo, run_cli, worktree_bytes
+from test_copilot_recorded import assert_turns_and_undo
 from test_realclient_claude import _unshare_works, no_hook_failures, run_fake
 
 from snapshotter.hooks.dialects import claude_code
@@ -228,7 +227,7 @@ def after_the_session(root: Path) -> None:
 
 def configs(root: Path) -> dict[str, bytes]:
     """The files init wrote (there before the session; undo must leave them)."""
-    return {rel: data for rel, data in tree(root).items() if rel not in REPO}
+    return {rel: data for rel, data in worktree_bytes(root).items() if rel not in REPO}
 
 
 def test_copilot_runs_snapshotter_hook_from_github_hooks(
@@ -432,14 +431,14 @@ def test_copilot_sed_cd_and_a_failing_command_in_one_turn(
     root = make_repo(tmp_path / "repo", SHELLS_REPO)
     log = tmp_path / "hooks.jsonl"
     wire_copilot(root, client_env(copilot, copilot_cache), log)
-    wired = {rel: data for rel, data in tree(root).items() if rel not in SHELLS_REPO}
+    wired = {rel: data for rel, data in worktree_bytes(root).items() if rel not in SHELLS_REPO}
     assert list(wired) == [".github/hooks/snapshotter.json"], wired
     prompt = "[shells] sed a.txt, write sub/deep.txt, read missing.txt, edit f.txt"
     summary = drive(tmp_path, copilot, copilot_cache, root, shells_script(root), [prompt])
     assert summary["served"] == [["shells", i] for i in range(5)]
     committed = {**{k: v.encode() for k, v in SHELLS_REPO.items()}, **wired}
     agents = {**{k: v.encode() for k, v in SHELLS_AFTER.items()}, **wired}
-    assert tree(root) == agents, "the agent's tree"
+    assert worktree_bytes(root) == agents, "the agent's tree"
     marked = read_marked(log)
     events = [hook for hook, _ in marked]
     turn_events = ["userPromptSubmitted", *["preToolUse", "postToolUse"] * 4, "agentStop"]
@@ -464,8 +463,8 @@ def test_copilot_sed_cd_and_a_failing_command_in_one_turn(
 
     out = cli_ok(root, "undo")
     assert f"undid checkpoint {turn['id']}" in out, out
-    assert tree(root) == committed, "undo gives back the committed bytes"
+    assert worktree_bytes(root) == committed, "undo gives back the committed bytes"
     cli_ok(root, "redo")
-    assert tree(root) == agents, "redo puts the agent's bytes back"
+    assert worktree_bytes(root) == agents, "redo puts the agent's bytes back"
     cli_ok(root, "reset", "--original")
-    assert tree(root) == committed, "reset --original: the committed bytes"
+    assert worktree_bytes(root) == committed, "reset --original: the committed bytes"

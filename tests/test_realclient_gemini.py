@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import files_of, listed, make_repo, run_cli
-from test_claude_code_recorded import REPO, cli_ok
+from builders import cli_ok, files_of, listed, make_repo, run_cli
+from test_claude_code_recorded import REPO
 from test_realclient_claude import (
     _unshare_works,
     anonymised,

@@ -6,12 +6,11 @@ import json
 import logging
 import os
 import shlex
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import write
+from builders import argv, write
 
 from snapshotter.hooks import events as ev
 from snapshotter.hooks.builtin import AUTO_EVENTS, BUILTIN_NAME, register_snapshot
@@ -237,7 +236,7 @@ def test_auto_injected_builtin_records_turns(repo: Path, data_dir: Path) -> None
 
 def test_snapshotter_hook_as_a_command_hook(repo: Path, data_dir: Path) -> None:
     """docker-agent's way: the executor runs `snapshotter hook` with the event on stdin."""
-    cmd = shlex.join([sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), "hook"])
+    cmd = shlex.join(argv(data_dir, "hook"))
     hooks = [{"command": cmd}]
     config = HooksConfig.parse(
         {

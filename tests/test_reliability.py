@@ -29,19 +29,21 @@ import sys
 import time
 import unicodedata
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pygit2
 import pytest
 from builders import (
+    Run,
+    edit_files,
     event,
     files_of,
     git,
-    hook_in_process,
+    hook_in_process_ok,
     load_state,
     make_repo,
+    open_engine,
     run_cli,
     run_cli_in_process,
     run_hook,
@@ -91,37 +93,15 @@ def cli_proc(
 
 def hook(data_dir: Path, root: Path, name: str, session: str = SESSION, **fields: Any) -> str:
     """One event through the real hook entry point, in-process; returns its stderr."""
-    code, _out, err = hook_in_process(event(name, root, session, **fields), data_dir)
-    assert code == 0, f"hook {name} exited {code}: {err}"
-    return err
-
-
-@dataclass
-class Run:
-    code: int
-    out: str
-    err: str
+    return hook_in_process_ok(event(name, root, session, **fields), data_dir)
 
 
 def cli(data_dir: Path, *args: str | Path) -> Run:
     """``snapshotter --data-dir DIR ARGS`` through ``cli.main``, in-process."""
-    done = run_cli_in_process(*args, data_dir=data_dir)
-    return Run(done.returncode, done.stdout, done.stderr)
+    return run_cli_in_process(*args, data_dir=data_dir)
 
 
 Edits = dict[str, str | bytes | None]
-
-
-def apply(root: Path, edits: Edits) -> None:
-    for rel, content in edits.items():
-        path = root / rel
-        if content is None:
-            if path.is_dir() and not path.is_symlink():
-                shutil.rmtree(path)
-            else:
-                path.unlink()
-        else:
-            write(root, rel, content)
 
 
 def turn(
@@ -129,7 +109,7 @@ def turn(
 ) -> None:
     """One agent turn through the hook: turn_start, the edits, turn_end; quietly."""
     assert hook(data_dir, root, "turn_start", session) == ""
-    edits() if callable(edits) else apply(root, edits)
+    edits() if callable(edits) else edit_files(root, edits)
     err = hook(data_dir, root, "turn_end", session, reason="normal")
     assert err == "", f"turn_end reported a failure: {err}"
 
@@ -198,12 +178,6 @@ def tree_entries(engine: Engine, tree: str) -> dict[str, tuple[int, bytes]]:
                 assert isinstance(blob, pygit2.Blob)
                 found[rel] = (int(entry.filemode), blob.data)
     return found
-
-
-def open_engine(root: Path, data_dir: Path) -> Engine:
-    engine = Engine.open(root, data_dir_path=data_dir)
-    assert engine is not None
-    return engine
 
 
 def temp_leftovers(*dirs: Path) -> list[str]:
@@ -1145,7 +1119,7 @@ def test_15_restores_never_write_outside_the_worktree(tmp_path: Path, data_dir: 
     engine = open_engine(root, data_dir)
     trees = []
     for version in ("v0", "v0b", "v1"):
-        apply(
+        edit_files(
             root,
             {
                 "sub/f.txt": f"f {version}\n",
@@ -1235,7 +1209,7 @@ def test_15_restores_never_write_outside_the_worktree(tmp_path: Path, data_dir: 
                     for k in now.keys() | worktree_before.keys()
                     if now.get(k) != worktree_before.get(k)
                 } <= {"cfg.txt"}, where
-                apply(root, {"cfg.txt": "cfg v1\n"})
+                edit_files(root, {"cfg.txt": "cfg v1\n"})
             assert snapshot_dir_bytes(root / ".git") == git_before, f"{where} wrote into .git"
     state_file.write_bytes(pristine)
     assert not (root / ".git/hooks/pre-commit").exists()

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from builders import make_repo, write
+from builders import make_repo, open_engine, write
 
 from snapshotter.config import DEFAULT_MAX_NEW_FILE_SIZE
 from snapshotter.engine import Engine
@@ -63,12 +63,8 @@ def command(
     """An engine as a command the server forked opens it."""
     resident = Resident(forward=server.forward)
     assert resident.watchers is None and resident.manifests is None, "the server's to keep"
-    return Engine.open(
-        root,
-        data_dir_path=data_dir,
-        max_new_file_size=max_new_file_size,
-        max_files=max_files,
-        resident=resident,
+    return open_engine(
+        root, data_dir, max_new_file_size=max_new_file_size, max_files=max_files, resident=resident
     )
 
 

@@ -9,9 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import git, make_repo, snapshot_dir_bytes, write
+from builders import git, make_repo, open_engine, snapshot_dir_bytes, write
 
-from snapshotter.engine import Engine
 from snapshotter.errors import UnsafePath
 from snapshotter.store import restore as restore_mod
 
@@ -19,12 +18,6 @@ OLD_NS = 1_500_000_000_000_000_000  # an mtime far in the past, to spot rewrites
 
 # What is on disk at one path: ("dir",), ("link", target) or ("file", git mode, bytes).
 Disk = dict[str, tuple[object, ...]]
-
-
-def open_engine(directory: Path, data_dir: Path) -> Engine:
-    engine = Engine.open(directory, data_dir_path=data_dir)
-    assert engine is not None, f"Engine.open({directory}) should create a store"
-    return engine
 
 
 def disk_state(root: Path) -> Disk:

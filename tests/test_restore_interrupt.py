@@ -27,7 +27,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from builders import argv, event, hook_ok, listed, make_repo, run_cli, small_tmpfs, write
+from builders import (
+    argv,
+    edit_files,
+    event,
+    hook_ok,
+    listed,
+    make_repo,
+    run_cli,
+    small_tmpfs,
+    write,
+)
 
 # ``snapshotter`` (cli.main) with renames into the worktree ($RF_ROOT) wrapped.
 # RF_FAIL="ERRNO:FROM[:UNTIL]": the renames numbered FROM..UNTIL (1-based) fail
@@ -78,11 +88,7 @@ def agent_turn(root: Path, data: Path, edits: dict[str, bytes | None]) -> None:
     """One agent turn through real hook processes: writes, and deletions (None)."""
     hook_ok(event("session_start", root, SESSION), data)
     hook_ok(event("turn_start", root, SESSION), data)
-    for rel, content in edits.items():
-        if content is None:
-            (root / rel).unlink()
-        else:
-            write(root, rel, content)
+    edit_files(root, edits)
     hook_ok(event("turn_end", root, SESSION, reason="end"), data)
 
 

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from snapshotter.engine import Engine
 from snapshotter.errors import Conflict, NothingToDo
-from snapshotter.history import undo as history
+from snapshotter.history import undo
 from snapshotter.history.recorder import Recorder
 from snapshotter.history.state_file import load
 
@@ -53,13 +53,13 @@ class World:
         Recorder(self.engine(), SESSION).turn_end("end")
 
     def undo(self, force: bool = False) -> None:
-        history.undo_last(self.engine(), SESSION, force=force)
+        undo.undo_last(self.engine(), SESSION, force=force)
 
     def redo(self, force: bool = False) -> None:
-        history.redo(self.engine(), SESSION, force=force)
+        undo.redo(self.engine(), SESSION, force=force)
 
     def reset(self) -> None:
-        history.reset(self.engine(), SESSION, None, force=True)
+        undo.reset(self.engine(), SESSION, None, force=True)
 
     def contents(self) -> set[bytes]:
         """Every file's bytes in the worktree (outside .git)."""

@@ -15,16 +15,16 @@ from builders import turn, write
 def test_restore_one_file_of_a_turn_and_redo_it(repo: Path) -> None:
     turn(repo, "s", {"src/app.py": "print('agent')\n", "src/util.py": "X = 2\n"})
     done = cli("restore", "1", "--", "src/app.py", cwd=repo)
-    assert done.returncode == 0, done.stderr
+    assert done.code == 0, done.err
     assert (repo / "src/app.py").read_text() == "print('hi')\n", "the chosen file is back"
     assert (repo / "src/util.py").read_text() == "X = 2\n", "the others are left alone"
-    assert "redo" in done.stdout
-    (cp,) = json.loads(cli("list", "--json", cwd=repo).stdout)
+    assert "redo" in done.out
+    (cp,) = json.loads(cli("list", "--json", cwd=repo).out)
     assert not cp["undone"], "only part of it moved: the checkpoint stays active"
     redone = cli("redo", cwd=repo)
-    assert redone.returncode == 0 and redone.stdout.startswith("redid checkpoint 1:"), redone
+    assert redone.code == 0 and redone.out.startswith("redid checkpoint 1:"), redone
     assert (repo / "src/app.py").read_text() == "print('agent')\n", "redo puts it back"
-    (cp,) = json.loads(cli("list", "--json", cwd=repo).stdout)
+    (cp,) = json.loads(cli("list", "--json", cwd=repo).out)
     assert not cp["undone"], "and the checkpoint is still active"
 
 
@@ -35,8 +35,8 @@ def test_a_directory_takes_its_files_and_paths_are_relative_to_here(repo: Path) 
         {"src/app.py": "print('agent')\n", "src/new.py": "N = 1\n", "README.md": "# agent\n"},
     )
     done = cli("restore", "1", "--json", "--", ".", cwd=repo / "src")
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
+    assert done.code == 0, done.err
+    report = json.loads(done.out)
     assert (report["restored"], report["removed"]) == (["src/app.py"], ["src/new.py"])
     assert (repo / "README.md").read_text() == "# agent\n", "outside the directory: untouched"
 
@@ -45,17 +45,17 @@ def test_restore_refuses_later_edits_unless_forced_and_after_goes_forward(repo: 
     turn(repo, "s", {"src/app.py": "print('agent')\n"})
     write(repo, "src/app.py", "print('mine')\n")
     refused = cli("restore", "1", "src/app.py", cwd=repo)
-    assert refused.returncode == 4 and "src/app.py" in refused.stderr, refused.stderr
+    assert refused.code == 4 and "src/app.py" in refused.err, refused.err
     dry = cli("restore", "1", "--force", "--dry-run", "src/app.py", cwd=repo)
-    assert dry.stdout.startswith("would restore checkpoint 1: 1 would restore"), dry.stdout
-    assert "  would restore src/app.py" in dry.stdout, "each line says what would happen"
-    assert cli("restore", "1", "--force", "src/app.py", cwd=repo).returncode == 0
+    assert dry.out.startswith("would restore checkpoint 1: 1 would restore"), dry.out
+    assert "  would restore src/app.py" in dry.out, "each line says what would happen"
+    assert cli("restore", "1", "--force", "src/app.py", cwd=repo).code == 0
     assert (repo / "src/app.py").read_text() == "print('hi')\n"
     forward = cli("restore", "1", "--after", "src/app.py", cwd=repo)
-    assert forward.returncode == 0, forward.stderr
+    assert forward.code == 0, forward.err
     assert (repo / "src/app.py").read_text() == "print('agent')\n", "--after: as it ended"
-    assert cli("redo", cwd=repo).returncode == 0
-    assert cli("redo", cwd=repo).returncode == 0
+    assert cli("redo", cwd=repo).code == 0
+    assert cli("redo", cwd=repo).code == 0
     assert (repo / "src/app.py").read_text() == "print('mine')\n", "the forced-over edit is kept"
 
 
@@ -68,30 +68,30 @@ def test_restore_errors_are_one_line(repo: Path, tmp_path: Path) -> None:
         (["restore", "1"], 2),
     ):
         done = cli(*args, cwd=repo)
-        assert done.returncode == code, (args, done.returncode, done.stderr)
-        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert done.code == code, (args, done.code, done.err)
+        assert len(done.err.strip().splitlines()) == 1, done.err
 
 
 def test_checkpoint_by_hand_is_undoable(repo: Path) -> None:
     first = cli("checkpoint", "-m", "start", cwd=repo)
-    assert first.returncode == 0 and "baseline" in first.stderr, first.stderr
+    assert first.code == 0 and "baseline" in first.err, first.err
     write(repo, "src/app.py", "print('by hand')\n")
     write(repo, "notes.txt", "n\n")
     done = cli("checkpoint", "-m", "try the new greeting\nwith details", cwd=repo)
-    assert done.returncode == 0 and "try the new greeting" in done.stdout, done.stderr
-    (cp,) = json.loads(cli("list", "--json", cwd=repo).stdout)
+    assert done.code == 0 and "try the new greeting" in done.out, done.err
+    (cp,) = json.loads(cli("list", "--json", cwd=repo).out)
     assert cp["label"] == "try the new greeting" and cp["reason"] == "checkpoint"
     assert {f["path"] for f in cp["files"]} == {"src/app.py", "notes.txt"}
-    assert cli("checkpoint", cwd=repo).returncode == 3, "nothing changed since: exit 3"
-    assert cli("undo", cwd=repo).returncode == 0
+    assert cli("checkpoint", cwd=repo).code == 3, "nothing changed since: exit 3"
+    assert cli("undo", cwd=repo).code == 0
     assert (repo / "src/app.py").read_text() == "print('hi')\n"
     assert not (repo / "notes.txt").exists()
 
 
 def test_checkpoint_after_capture_starts_from_that_capture(repo: Path) -> None:
-    assert cli("capture", cwd=repo).returncode == 0
+    assert cli("capture", cwd=repo).code == 0
     write(repo, "README.md", "# edited\n")
     done = cli("checkpoint", cwd=repo)
-    assert done.returncode == 0, done.stderr
-    assert cli("undo", cwd=repo).returncode == 0, "capture, edit, checkpoint, undo"
+    assert done.code == 0, done.err
+    assert cli("undo", cwd=repo).code == 0, "capture, edit, checkpoint, undo"
     assert (repo / "README.md").read_text() == "# demo\n"

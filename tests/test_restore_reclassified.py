@@ -12,20 +12,13 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from builders import git, make_repo, write
+from builders import git, make_repo, open_engine, write
 
-from snapshotter.engine import Engine
-from snapshotter.history import undo as history
+from snapshotter.history import undo
 from snapshotter.history.recorder import Recorder
 
 SECRET = b"API_KEY=the user's secret\n"
 DATASET = bytes(range(256)) * (3 * 1024 * 1024 // 256)  # 3 MiB: over the 2 MiB limit
-
-
-def open_engine(root: Path, data_dir: Path) -> Engine:
-    engine = Engine.open(root, data_dir_path=data_dir)
-    assert engine is not None
-    return engine
 
 
 def settle_clock() -> None:
@@ -51,11 +44,11 @@ def test_a_file_made_visible_by_a_gitignore_edit_is_not_added_and_survives_undo(
     assert files == {".gitignore": "modified", "made.txt": "added"}, (
         f".env existed before the turn with the same bytes: not the agent's; got {files}"
     )
-    history.undo_last(engine, "s")
+    undo.undo_last(engine, "s")
     assert (root / ".env").read_bytes() == SECRET, "undo must never delete the user's .env"
     assert not (root / "made.txt").exists(), "a file the agent created is still undone"
     assert (root / ".gitignore").read_text() == ".env\n"
-    history.redo(engine, "s")
+    undo.redo(engine, "s")
     assert (root / ".env").read_bytes() == SECRET
 
 
@@ -77,12 +70,12 @@ def test_a_large_file_the_agent_only_git_adds_is_not_added_and_survives_undo(
     assert files == {"README.md": "modified"}, (
         f"dataset.bin existed before the turn with the same bytes: not added; got {files}"
     )
-    history.undo_last(engine, "s")
+    undo.undo_last(engine, "s")
     assert (root / "dataset.bin").read_bytes() == DATASET, "undo must never delete dataset.bin"
     assert (root / "README.md").read_text() == "# demo\n"
     # The next turn must not lose it either (it was gone for good after it).
     recorder.turn_start()
     write(root, "README.md", "# again\n")
     recorder.turn_end("end")
-    history.undo_last(engine, "s")
+    undo.undo_last(engine, "s")
     assert (root / "dataset.bin").read_bytes() == DATASET

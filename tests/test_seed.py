@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pygit2
 import pytest
-from builders import git, make_repo, write
+from builders import blob_at, git, make_repo, open_engine, write
 from builders import reachable as conftest_reachable
 
 from snapshotter.engine import Engine
@@ -27,7 +27,7 @@ from snapshotter.git.kinds import git_mode
 from snapshotter.git.objects import ObjectDB
 from snapshotter.git.pack_index import read_pack_index
 from snapshotter.history import maintenance as gc_mod
-from snapshotter.history import undo as history
+from snapshotter.history import undo
 from snapshotter.history.recorder import Recorder
 from snapshotter.history.state_file import load
 from snapshotter.store import blobs, object_links
@@ -91,12 +91,6 @@ def committed(
     return root
 
 
-def open_engine(root: Path, data_dir: Path) -> Engine:
-    engine = Engine.open(root, data_dir_path=data_dir)
-    assert engine is not None
-    return engine
-
-
 def hashed_tree(root: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """The oracle: a first capture in a fresh store with seeding disabled."""
     with monkeypatch.context() as m:
@@ -158,12 +152,6 @@ def stored(engine: Engine, tree: str) -> dict[str, str]:
             assert oid in linked | own, f"{rel}: blob {oid} is in the store"
             found[rel] = "hashed" if oid in own else "seeded"
     return found
-
-
-def blob_at(engine: Engine, tree: str, rel: str) -> bytes:
-    entry = engine.store.entry(tree, rel)
-    assert entry is not None, f"{rel} is in the snapshot"
-    return engine.store.blob(entry[1])
 
 
 def stat_of(path: Path) -> Stat:
@@ -545,12 +533,12 @@ def test_undo_survives_the_source_pruning_what_was_seeded(
         now = {str(p.relative_to(root)): p.read_bytes() for p in worktree_files(root)}
         assert now == originals, "undo gives back the exact bytes"
 
-    history.undo_last(engine, "s")
+    undo.undo_last(engine, "s")
     assert_originals()
-    history.redo(engine, "s")
+    undo.redo(engine, "s")
     assert (root / edited[0]).read_bytes() == f"v2 of {edited[0]}\n".encode()
     gc_mod.collect_store(engine.store)
-    history.undo_last(open_engine(root, data_dir), "s")
+    undo.undo_last(open_engine(root, data_dir), "s")
     assert_originals()
 
 
@@ -594,7 +582,7 @@ def test_gc_keeps_shared_packs_as_they_are_until_the_source_drops_them(
     assert not (pack_dir / src_pack.name).exists(), "a pack no longer shared is compacted"
     assert shared(engine.store) == []
     assert reachable(engine.store) == live, "every live object is still there"
-    history.undo_last(open_engine(root, data_dir), "s")
+    undo.undo_last(open_engine(root, data_dir), "s")
     assert (root / "src/d0/f0.txt").read_text() == source_files()["src/d0/f0.txt"]
 
 

@@ -14,8 +14,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from builders import git, make_repo, write
-from test_seed import blob_at, hashed_tree, index_file, open_engine, settle, stored
+from builders import blob_at, git, make_repo, open_engine, write
+from test_seed import hashed_tree, index_file, settle, stored
 
 from snapshotter.git import index as gitindex
 from snapshotter.git.attributes import AttributeRules, State

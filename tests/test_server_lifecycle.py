@@ -18,23 +18,11 @@ import time
 from pathlib import Path
 
 import pytest
-from builders import argv, event, files_of, listed, make_repo, run_hook, write
+from builders import argv, event, files_of, listed, make_repo, run_hook, wait_for, write
 
 from snapshotter.config import stores_dir
 from snapshotter.engine import Engine
 from snapshotter.hooks import client
-
-
-def wait_for(path: Path, present: bool = True, limit: float = 60) -> None:
-    deadline = time.monotonic() + limit
-    while path.exists() != present and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert path.exists() == present, f"{path} {'never appeared' if present else 'stayed'}"
-
-
-@pytest.fixture
-def sock(server_socket: Path) -> Path:
-    return server_socket
 
 
 def start_server(path: Path) -> subprocess.Popen[bytes]:
@@ -61,24 +49,26 @@ def test_server_hook_with_stdin_closed_exits_0(tmp_path: Path, data_dir: Path) -
 
 
 @pytest.mark.parametrize("how", ["sigterm", "stop"])
-def test_server_leaves_no_socket_or_lock_behind(sock: Path, how: str) -> None:
-    proc = start_server(sock)
+def test_server_leaves_no_socket_or_lock_behind(server_socket: Path, how: str) -> None:
+    proc = start_server(server_socket)
     if how == "sigterm":
         proc.send_signal(signal.SIGTERM)
     else:
-        client.stop(sock)
+        client.stop(server_socket)
     proc.wait(timeout=60)
-    left = sorted(p.name for p in sock.parent.iterdir() if p.name.startswith(sock.stem))
+    left = sorted(
+        p.name for p in server_socket.parent.iterdir() if p.name.startswith(server_socket.stem)
+    )
     assert left == [], f"after {how} the runtime directory still holds {left}"
 
 
 def test_server_a_stuck_worktree_does_not_hold_up_another(
-    tmp_path: Path, data_dir: Path, sock: Path
+    tmp_path: Path, data_dir: Path, server_socket: Path
 ) -> None:
     stuck = make_repo(tmp_path / "stuck", {"a.txt": "a\n"})
     free = make_repo(tmp_path / "free", {"b.txt": "b\n"})
     assert run_hook(event("turn_start", free), data_dir).returncode == 0
-    wait_for(sock)  # the first hook started the server
+    wait_for(server_socket)  # the first hook started the server
     engine = Engine.open(stuck, data_dir_path=data_dir)
     assert engine is not None
     held = contextlib.ExitStack()
@@ -106,12 +96,12 @@ def test_server_a_stuck_worktree_does_not_hold_up_another(
 
 
 def test_server_too_busy_to_answer_means_the_hook_handles_its_event(
-    tmp_path: Path, data_dir: Path, sock: Path
+    tmp_path: Path, data_dir: Path, server_socket: Path
 ) -> None:
     root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
-    sock.parent.mkdir(parents=True, exist_ok=True)
+    server_socket.parent.mkdir(parents=True, exist_ok=True)
     wedged = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    wedged.bind(str(sock))
+    wedged.bind(str(server_socket))
     wedged.listen(64)  # connects succeed, but nobody ever answers
     try:
         assert run_hook(event("turn_start", root), data_dir, timeout=20).returncode == 0
@@ -120,22 +110,22 @@ def test_server_too_busy_to_answer_means_the_hook_handles_its_event(
         assert done.returncode == 0 and not done.stderr, done.stderr
     finally:
         wedged.close()
-        os.unlink(sock)
+        os.unlink(server_socket)
     assert checkpoints(root, data_dir, "s") == [["a.txt"]], "both events handled in-process"
 
 
 def test_server_never_handles_an_event_its_client_gave_up_on(
-    tmp_path: Path, data_dir: Path, sock: Path
+    tmp_path: Path, data_dir: Path, server_socket: Path
 ) -> None:
     root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
-    proc = start_server(sock)
+    proc = start_server(server_socket)
     raw = json.dumps(event("turn_start", root)).encode()
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    conn.connect(str(sock))
+    conn.connect(str(server_socket))
     header = client.data_dir_arg(data_dir).encode()
     conn.sendall(client.frame(header) + client.frame(raw))
     conn.close()  # gave up before "go": this client handles the event itself
-    client.stop(sock)  # waits for events under way
+    client.stop(server_socket)  # waits for events under way
     proc.wait(timeout=60)
     store_roots = list(stores_dir(data_dir).glob("*/state.json"))
     assert store_roots == [], "the server handled an event whose client had given up on it"

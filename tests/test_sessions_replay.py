@@ -9,12 +9,11 @@ Executor.dispatch, the builtin wired on all six events, tool events via matcher
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import run_hook
+from builders import run_hook, worktree_entries
 
 from snapshotter.cli import replay
 from snapshotter.hooks.builtin import register_snapshot
@@ -177,25 +176,12 @@ def test_reset_to_original_after_replay_restores_the_recipe(name: str, tmp_path:
     for session_id in sorted({cp.session_id for cp in cps}):
         report = controller.reset(root, None, session_id)
         assert report.checkpoint, f"{name}: reset --original reverted nothing"
-    assert worktree_files(root) == worktree_files(pristine), (
+    assert worktree_entries(root) == worktree_entries(pristine), (
         f"{name}: reset to original did not bring back the recipe's files"
     )
     assert all(cp.undone for cp in controller.list(root, all_sessions=True)), (
         f"{name}: checkpoints not marked undone after reset --original"
     )
-
-
-def worktree_files(root: Path) -> dict[str, bytes]:
-    found = {}
-    for dirpath, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if d != ".git"]
-        for f in files:
-            full = Path(dirpath) / f
-            found[full.relative_to(root).as_posix()] = full.read_bytes()
-        for d in dirs:
-            full = Path(dirpath) / d
-            found[full.relative_to(root).as_posix() + "/"] = b""
-    return found
 
 
 def send_all(

@@ -9,12 +9,10 @@ the real CLI and real ``snapshotter hook`` processes.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pygit2
-from builders import git, write
+from builders import event, git, run_cli, run_hook, write
 
 from snapshotter.git import index as gitindex
 from snapshotter.git import tracked
@@ -22,25 +20,6 @@ from snapshotter.logfile import log_path
 
 # Enough files that a first capture takes the bulk path, which seeds from the source index.
 MANY = 80
-
-
-def snapshotter(data_dir: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), *args],
-        capture_output=True,
-        check=False,
-        timeout=120,
-    )
-
-
-def hook(data_dir: Path, **event: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), "hook"],
-        input=json.dumps(event).encode(),
-        capture_output=True,
-        check=False,
-        timeout=120,
-    )
 
 
 def sha256_repo(root: Path) -> Path:
@@ -66,7 +45,7 @@ def blob_at(data_dir: Path, tree: str, rel: str) -> bytes:
 
 def test_capture_reads_a_sha256_repository_and_its_index(tmp_path: Path, data_dir: Path) -> None:
     root = sha256_repo(tmp_path / "repo")
-    done = snapshotter(data_dir, "capture", "-C", str(root))
+    done = run_cli("capture", "-C", str(root), data_dir=data_dir, text=False)
     assert done.returncode == 0, done.stderr.decode(errors="replace")
     assert b"not inside a git worktree" not in done.stderr
     tree = done.stdout.decode().strip()
@@ -93,17 +72,16 @@ def test_index_parser_reads_32_byte_ids_as_git_lists_them(tmp_path: Path) -> Non
 
 def test_hooks_record_and_undo_in_a_sha256_repository(tmp_path: Path, data_dir: Path) -> None:
     root = sha256_repo(tmp_path / "repo")
-    common = {"session_id": "s1", "cwd": str(root)}
-    for event in ("session_start", "turn_start"):
-        done = hook(data_dir, hook_event_name=event, **common)
+    for name in ("session_start", "turn_start"):
+        done = run_hook(event(name, root, "s1"), data_dir)
         assert done.returncode == 0 and not done.stderr, done.stderr
     write(root, "src/f001.txt", "agent edit\n")
     write(root, "build/keep.txt", "agent overwrote the ignored-but-tracked file\n")
     write(root, "notes.md", "agent added\n")
-    done = hook(data_dir, hook_event_name="turn_end", reason="done", **common)
+    done = run_hook(event("turn_end", root, "s1", reason="done"), data_dir)
     assert done.returncode == 0 and not done.stderr, done.stderr
 
-    listed = snapshotter(data_dir, "list", "-C", str(root), "--json")
+    listed = run_cli("list", "-C", str(root), "--json", data_dir=data_dir, text=False)
     cps = json.loads(listed.stdout)
     assert len(cps) == 1, f"one turn checkpoint expected, got {cps}"
     assert {f["path"]: f["status"] for f in cps[0]["files"]} == {
@@ -111,7 +89,7 @@ def test_hooks_record_and_undo_in_a_sha256_repository(tmp_path: Path, data_dir: 
         "build/keep.txt": "modified",
         "notes.md": "added",
     }
-    undo = snapshotter(data_dir, "undo", "-C", str(root))
+    undo = run_cli("undo", "-C", str(root), data_dir=data_dir, text=False)
     assert undo.returncode == 0, undo.stderr.decode(errors="replace")
     assert (root / "src/f001.txt").read_text() == "file 1\n"
     assert (root / "build/keep.txt").read_text() == "tracked although ignored\n"
@@ -127,11 +105,11 @@ def test_an_object_format_we_cannot_read_is_one_clear_line_and_logged(
     git(root, "init", "-q")
     git(root, "config", "core.repositoryformatversion", "1")
     git(root, "config", "extensions.objectformat", "sha512")
-    done = snapshotter(data_dir, "capture", "-C", str(root))
+    done = run_cli("capture", "-C", str(root), data_dir=data_dir, text=False)
     err = done.stderr.decode()
     assert done.returncode == 1 and err.count("\n") == 1, err
     assert "object format" in err and "not inside a git worktree" not in err, err
 
-    ran = hook(data_dir, hook_event_name="session_start", session_id="s", cwd=str(root))
+    ran = run_hook(event("session_start", root, "s"), data_dir)
     assert ran.returncode == 0 and b"object format" in ran.stderr, ran.stderr
     assert "object format" in log_path(data_dir).read_text(), "the hook's failure is logged"

@@ -6,18 +6,11 @@ import os
 import stat
 from pathlib import Path
 
-from builders import git, make_repo, snapshot_dir_bytes, write
+from builders import git, make_repo, open_engine, snapshot_dir_bytes, write
 
-from snapshotter.engine import Engine
 from snapshotter.history import maintenance as gc_mod
-from snapshotter.history import undo as history
+from snapshotter.history import undo
 from snapshotter.history.recorder import Recorder
-
-
-def open_engine(directory: Path, data_dir: Path) -> Engine:
-    engine = Engine.open(directory, data_dir_path=data_dir)
-    assert engine is not None, f"Engine.open({directory}) should create a store"
-    return engine
 
 
 def dir_listing(path: Path) -> set[str]:
@@ -122,9 +115,9 @@ def test_seeded_source_packs_keep_their_mtimes_through_capture_undo_redo_and_gc(
     # Back to the committed bytes: every blob and tree now written is in the source's pack.
     write(root, "pkg/m1.txt", "module 1\n" * 20)
     engine.capture()
-    history.undo_last(engine, "s", force=True)
-    history.redo(engine, "s", force=True)
-    history.undo_last(engine, "s", force=True)
+    undo.undo_last(engine, "s", force=True)
+    undo.redo(engine, "s", force=True)
+    undo.undo_last(engine, "s", force=True)
     engine.capture()
     gc_mod.collect(engine)
     engine.capture()

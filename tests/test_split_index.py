@@ -8,27 +8,12 @@ and replaces. git is the oracle (``git ls-files -s``).
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from builders import git, hook_ok, make_repo, write
+from builders import event, git, hook_ok, make_repo, run_cli, write
 
 from snapshotter.git import tracked
-
-
-def hook(data_dir: Path, **event: str) -> None:
-    hook_ok(event, data_dir)  # a real hook process: exit 0, nothing printed
-
-
-def snapshotter(data_dir: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [sys.executable, "-m", "snapshotter", "--data-dir", str(data_dir), *args],
-        capture_output=True,
-        check=False,
-        timeout=120,
-    )
 
 
 def split_repo(root: Path) -> Path:
@@ -94,14 +79,15 @@ def test_an_agents_overwrite_of_a_tracked_ignored_file_is_in_a_checkpoint(
     root = split_repo(tmp_path / "repo")
     write(root, "src/m01.txt", "user edit, staged\n")
     git(root, "add", "src/m01.txt")  # the index now holds only this; the rest is shared
-    common = {"session_id": "s1", "cwd": str(root)}
-    hook(data_dir, hook_event_name="session_start", **common)
-    hook(data_dir, hook_event_name="turn_start", **common)
+    hook_ok(event("session_start", root, "s1"), data_dir)
+    hook_ok(event("turn_start", root, "s1"), data_dir)
     write(root, "vendor/lib.txt", "agent overwrote it\n")
-    hook(data_dir, hook_event_name="turn_end", reason="done", **common)
+    hook_ok(event("turn_end", root, "s1", reason="done"), data_dir)
 
-    listed = json.loads(snapshotter(data_dir, "list", "-C", str(root), "--json").stdout)
+    listed = json.loads(
+        run_cli("list", "-C", str(root), "--json", data_dir=data_dir, text=False).stdout
+    )
     assert [f["path"] for cp in listed for f in cp["files"]] == ["vendor/lib.txt"], listed
-    undo = snapshotter(data_dir, "undo", "-C", str(root))
+    undo = run_cli("undo", "-C", str(root), data_dir=data_dir, text=False)
     assert undo.returncode == 0, undo.stderr.decode(errors="replace")
     assert (root / "vendor/lib.txt").read_text() == "vendored, force-added\n"

@@ -11,7 +11,6 @@ state and the event are read plainly, history/codec.py and hooks/events.py).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import subprocess
 import sys
@@ -19,11 +18,9 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-import pytest
-from builders import make_repo, write
+from builders import make_repo, wait_for, write
 
 from snapshotter.engine import Engine
-from snapshotter.hooks import client
 
 # Libraries a served hook never needs: the server has them loaded already.
 HEAVY = ("click", "pydantic", "pydantic_core", "pygit2", "filelock", "xxhash")
@@ -138,24 +135,13 @@ def test_an_event_the_builtin_ignores_loads_no_engine(tmp_path: Path, data_dir: 
     assert not (data_dir / "snapshot").exists(), "an ignored event creates no store"
 
 
-@pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch, data_dir: Path):  # type: ignore[no-untyped-def]
-    monkeypatch.setenv("SNAPSHOTTER_HOOK_SERVER", "1")
-    path = client.socket_path(data_dir)
-    assert path is not None, "a private socket directory is available"
-    yield path
-    with contextlib.suppress(OSError):
-        client.stop(path)
-
-
-def test_a_served_hook_loads_no_heavy_library(tmp_path: Path, data_dir: Path, server: Path) -> None:
+def test_a_served_hook_loads_no_heavy_library(
+    tmp_path: Path, data_dir: Path, server_socket: Path
+) -> None:
     root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
     base = {"session_id": "s", "cwd": str(root)}
     probe(tmp_path, data_dir, {**base, "hook_event_name": "turn_start"})  # starts the server
-    deadline = time.monotonic() + 60
-    while not server.exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert server.exists(), "the first hook started a server"
+    wait_for(server_socket)  # the first hook started a server
     write(root, "a.txt", "changed\n")
     found = probe(tmp_path, data_dir, {**base, "hook_event_name": "turn_end"})
     # Recorded, and not by this process (it never loaded the engine): the server did it.

@@ -6,14 +6,12 @@ here would make snapshots unreadable long after they were taken.
 
 from __future__ import annotations
 
-import io
-import json
 import random
 from pathlib import Path
 
 import pygit2
 import pytest
-from builders import git, make_repo, write
+from builders import event, git, hook_in_process, make_repo, write
 
 from snapshotter.engine import Engine
 from snapshotter.errors import TooManyFiles
@@ -23,7 +21,6 @@ from snapshotter.git import tracked
 from snapshotter.git import trees as treebuild
 from snapshotter.git.kinds import BLOB, EMPTY_TREE
 from snapshotter.history.undo import undo_last
-from snapshotter.hooks.command import run as run_hook
 from snapshotter.logfile import log_path
 
 
@@ -129,8 +126,7 @@ def test_10_huge_root_is_refused_with_a_clear_message(tmp_path: Path, data_dir: 
     assert engine is not None
     with pytest.raises(TooManyFiles, match="more than 10 files"):
         engine.capture()
-    event = {"hook_event_name": "turn_start", "session_id": "s", "cwd": str(root)}
-    code = run_hook(io.BytesIO(json.dumps(event).encode()), data_dir, ["max_files=10"])
+    code, _out, _err = hook_in_process(event("turn_start", root), data_dir, ["max_files=10"])
     assert code == 0, "the hook still exits 0"
     assert "more than 10 files" in log_path(data_dir).read_text(), "and logs why"
 

@@ -12,14 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import make_repo, write
+from builders import hook_input, make_repo, worktree_entries, write
 
 from snapshotter.cli.main import main as cli_main
 from snapshotter.errors import Conflict, NothingToDo, SnapshotterError
 from snapshotter.hooks import events as ev
 from snapshotter.hooks.builtin import SnapshotController, register_snapshot
 from snapshotter.hooks.registry import Executor, HooksConfig, Registry
-from snapshotter.hooks.wire import HookInput
 from snapshotter.logfile import log_path
 from snapshotter.models import Checkpoint
 
@@ -40,10 +39,8 @@ class Agent:
         self.session_id = session_id
 
     def send(self, event: str, **fields: Any) -> None:
-        hook_input = HookInput(
-            session_id=self.session_id, cwd=str(self.root), hook_event_name=event, **fields
-        )
-        result = self.executor.dispatch(event, hook_input)
+        sent = hook_input(event, self.root, self.session_id, **fields)
+        result = self.executor.dispatch(event, sent)
         assert result.allowed and result.exit_code == 0, f"{event} failed: {result.stderr}"
 
     def start(self) -> Agent:
@@ -92,25 +89,12 @@ class Rig:
         return self.ctl.list(self.root, session_id)
 
     def files(self) -> dict[str, bytes]:
-        return tree_bytes(self.root)
+        return worktree_entries(self.root)
 
     def state_file(self) -> Path:
         found = list((self.data_dir / "snapshot").glob("*/state.json"))
         assert len(found) == 1, f"expected one store, found {found}"
         return found[0]
-
-
-def tree_bytes(root: Path) -> dict[str, bytes]:
-    """Every file and directory under ``root`` (except .git), with file bytes."""
-    found: dict[str, bytes] = {}
-    for dirpath, dirs, names in os.walk(root):
-        dirs[:] = [d for d in dirs if d != ".git"]
-        for d in dirs:
-            found[(Path(dirpath) / d).relative_to(root).as_posix() + "/"] = b""
-        for name in names:
-            full = Path(dirpath) / name
-            found[full.relative_to(root).as_posix()] = full.read_bytes()
-    return found
 
 
 def edit(root: Path, rel: str, content: str | bytes) -> Callable[[], Path]:
@@ -525,23 +509,19 @@ def test_a_redo_is_not_claimed_by_a_later_unpaired_tool(tmp_path: Path, data_dir
 def test_the_file_cap_never_blocks_the_way_back(repo: Path, data_dir: Path) -> None:
     """Recorded with a raised cap (--arg max_files), undone where the default cap is lower."""
     from snapshotter.engine import Engine
-    from snapshotter.history import undo as history
+    from snapshotter.history import undo
     from snapshotter.hooks.builtin import SnapshotBuiltin
-    from snapshotter.hooks.wire import HookInput
 
     for i in range(20):
         write(repo, f"many/f{i}.txt", f"{i}\n")
     builtin = SnapshotBuiltin(data_dir_path=data_dir)
 
-    def event(name: str) -> HookInput:
-        return HookInput(session_id="s", cwd=str(repo), hook_event_name=name)
-
-    builtin.handle(event("turn_start"), ["max_files=1000"])
+    builtin.handle(hook_input("turn_start", repo), ["max_files=1000"])
     write(repo, "src/app.py", "print('agent')\n")
-    cp = builtin.handle(event("turn_end"), ["max_files=1000"])
+    cp = builtin.handle(hook_input("turn_end", repo), ["max_files=1000"])
     assert cp is not None
     capped = Engine.open(repo, data_dir_path=data_dir, max_files=5)  # below this tree's size
-    report = history.undo_last(capped, "s")
+    report = undo.undo_last(capped, "s")
     assert report.restored == ["src/app.py"], report
-    assert history.redo(capped, "s").restored == ["src/app.py"]
+    assert undo.redo(capped, "s").restored == ["src/app.py"]
     assert (repo / "src/app.py").read_text() == "print('agent')\n"

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from builders import git, make_repo, write
+from builders import blob_at, git, make_repo, open_engine, write
 
 from snapshotter.engine import Engine
 from snapshotter.store import capture as capture_mod
@@ -66,14 +66,7 @@ def engine(tmp_path: Path, data_dir: Path, resident: Resident) -> Engine:
     root = make_repo(tmp_path / "r", {"a.txt": "a\n", "src/b.py": "b\n", ".gitignore": "*.log\n"})
     if watch.filesystem_type(root) not in watch.LOCAL_FILESYSTEMS:
         pytest.skip(f"{root} is not on a local filesystem")
-    found = Engine.open(root, data_dir_path=data_dir, resident=resident)
-    assert found is not None
-    return found
-
-
-def blob_at(engine: Engine, tree: str, rel: str) -> bytes | None:
-    entry = engine.store.entry(tree, rel)
-    return None if entry is None else engine.store.blob(entry[1])
+    return open_engine(root, data_dir, resident=resident)
 
 
 def test_nothing_changed_means_no_walk(engine: Engine, walks: Walks) -> None:
