@@ -33,7 +33,7 @@ def test_nothing_on_record_lets_a_capture_walk(store: Path, worktree: Worktree) 
 
 def test_a_remembered_refusal_is_raised_with_its_reason(store: Path, worktree: Worktree) -> None:
     refusals.remember(store, worktree, "/home/me is your home directory", 100)
-    with pytest.raises(Refused, match="your home directory .*refused before"):
+    with pytest.raises(Refused, match=r"your home directory .*refused before"):
         refusals.check(store, worktree, 100)
     refusals.clear(store)
     assert refusals.check(store, worktree, 100) is False
