@@ -28,8 +28,8 @@ def store_tree(db: ObjectDB, files: Files) -> str:
         db.write(BLOB, data, oid)
         entries[path] = (mode, oid)
     root, written, _ids = trees.build(entries)
-    for oid, data in written:
-        db.write(TREE, data, oid)
+    for tree_id, body in written:
+        db.write(TREE, body, tree_id)
     return root.hex()
 
 

@@ -36,8 +36,8 @@ def tree(db: ObjectDB, files: Files) -> str:
         db.write(BLOB, data, oid)
         entries[path] = (mode, oid)
     root, written, _ = trees.build(entries)
-    for oid, data in written:
-        db.write(TREE, data, oid)
+    for tree_id, body in written:
+        db.write(TREE, body, tree_id)
     return root.hex()
 
 
