@@ -51,6 +51,14 @@ def test_stat_colours_the_counts_as_git_does() -> None:
     assert lines[-1] == " 5 files changed, 78 insertions(+), 27 deletions(-)"
 
 
+def test_a_graph_wider_than_three_eighths_of_the_width_is_scaled_down() -> None:
+    middle = FileDiff(LONG.replace("file", "mid"), "modified", False, 20, 5, 21, 100)
+    assert stat_text([middle]).decode() == (
+        " .../name/that/goes/on/and/on/for/ever/mid.txt      | 25 +++++++++++++++++-----\n"
+        " 1 file changed, 20 insertions(+), 5 deletions(-)\n"
+    )
+
+
 def test_the_summary_leaves_out_a_zero_count_unless_both_are() -> None:
     assert stat_text([DIFFS[2]]).endswith(b" 1 file changed, 1 insertion(+)\n")
     assert stat_text([DIFFS[1]]).endswith(b" 1 file changed, 1 deletion(-)\n")

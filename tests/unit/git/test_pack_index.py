@@ -87,7 +87,7 @@ def damaged(data: bytes) -> list[bytes]:
     past_large = bytearray(data)
     names_end = fanout_end + 20 * 2
     offsets_at = names_end + 4 * 2
-    past_large[offsets_at : offsets_at + 4] = struct.pack(">I", 0x80000000 | 5)
+    past_large[offsets_at : offsets_at + 4] = struct.pack(">I", 0x80000000)  # no table
     return [
         b"",
         b"\x00tOc" + data[4:],  # not the magic

@@ -36,6 +36,8 @@ class Every:
     maybe: str | None = None
     choice: Literal["a", "b"] = "a"
     number_choice: Literal[1, 2] = 1
+    maybe_choice: Literal[1, 2] | None = None  # (read by a reader of its own, not inline)
+    choices: list[Literal["x", "y"]] = field(default_factory=list)
     path: Name = ""
     paths: list[Name] = field(default_factory=list)
     counts: list[int] = field(default_factory=list)
@@ -51,6 +53,8 @@ FULL = Every(
     maybe="m",
     choice="b",
     number_choice=2,
+    maybe_choice=2,
+    choices=["y", "x"],
     path=UNDECODABLE,
     paths=["plain", UNDECODABLE],
     counts=[1, 2],
@@ -79,6 +83,8 @@ def test_fields_are_written_in_class_order_names_quoted_tuples_as_arrays() -> No
         "maybe",
         "choice",
         "number_choice",
+        "maybe_choice",
+        "choices",
         "path",
         "paths",
         "counts",
@@ -111,6 +117,10 @@ def test_a_field_with_a_default_may_be_left_out_one_without_may_not() -> None:
         ("maybe", 3),
         ("choice", "c"),
         ("number_choice", True),  # True == 1, but not in JSON
+        ("maybe_choice", True),
+        ("maybe_choice", 3),
+        ("choices", ["z"]),
+        ("choices", "x"),
         ("path", 7),
         ("paths", "plain"),
         ("paths", ["ok", 1]),

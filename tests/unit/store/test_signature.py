@@ -11,6 +11,7 @@ from snapshotter.store.signature import Signature
 def test_a_signature_is_size_mtime_ctime_and_inode(tmp_path: Path) -> None:
     path = tmp_path / "f"
     path.write_bytes(b"12345")
+    os.utime(path, ns=(7, 7))  # an mtime apart from the ctime: each in its place
     st = os.stat(path)
     found = Signature.of(st)
     assert found == (5, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
