@@ -45,7 +45,7 @@ def test_the_files_git_reads_follow_its_environment(
     monkeypatch.delenv("GIT_CONFIG_SYSTEM", raising=False)
     monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "h"))
-    monkeypatch.delenv("XDG_CONFIG_HOME")
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
     assert config.config_files(tmp_path / "repo") == [
         (SYSTEM, Path("/etc/gitconfig")),
         (XDG, tmp_path / "h" / ".config" / "git" / "config"),
@@ -63,6 +63,7 @@ def test_the_files_git_reads_follow_its_environment(
 def test_a_value_comes_from_the_most_specific_file_or_the_environment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "global"))
     (tmp_path / "global").write_text("[core]\n\tignoreCase = true\n\texcludesFile = ~/ex\n")
     common = tmp_path / "repo"
