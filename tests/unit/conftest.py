@@ -9,8 +9,10 @@ a slow end-to-end test cannot hide here. Those live in the functional tier
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 from collections.abc import Iterator
+from types import FrameType
 from typing import NoReturn
 
 import pytest
@@ -40,3 +42,17 @@ def no_processes(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         if hasattr(module, name):
             monkeypatch.setattr(module, name, _refuse)
     yield
+
+
+@pytest.fixture
+def no_hang() -> Iterator[None]:
+    """A call that blocks (on a FIFO, say) fails the test after 5 s instead of hanging the run."""
+
+    def hung(_signum: int, _frame: FrameType | None) -> NoReturn:
+        raise AssertionError("blocked: waited on what should never block")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(5)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)

@@ -1,0 +1,124 @@
+"""snapshotter/cli/output.py: the text people read, and the one JSON document."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from snapshotter.cli import output
+from snapshotter.models import Checkpoint, FileChange, RestoreReport, SkippedFile
+
+
+def checkpoint(id: int, **fields: object) -> Checkpoint:
+    values: dict[str, object] = {
+        "id": id,
+        "session_id": "s",
+        "kind": "turn",
+        "label": f"turn {id}",
+        "before": "a" * 40,
+        "after": "b" * 40,
+        "files": [FileChange(path="f", status="modified")],
+        "created_at": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
+    }
+    values.update(fields)
+    return Checkpoint.model_validate(values)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "said"),
+    [
+        (-5, "just now"),
+        (9, "just now"),
+        (42, "42 s ago"),
+        (60, "1 min ago"),
+        (3599, "59 min ago"),
+        (7200, "2 h ago"),
+        (86400, "1 day ago"),
+        (3 * 86400 + 5, "3 days ago"),
+    ],
+)
+def test_age(seconds: int, said: str) -> None:
+    assert output.age(timedelta(seconds=seconds)) == said
+
+
+@pytest.mark.parametrize(
+    ("n", "said"),
+    [
+        (0, "0 bytes"),
+        (1023, "1023 bytes"),
+        (1536, "1.5 KiB"),
+        (5 * 1024**2, "5.0 MiB"),
+        (3 * 1024**4, "3072.0 GiB"),
+    ],
+)
+def test_human_size(n: int, said: str) -> None:
+    assert output.human_size(n) == said
+
+
+def test_counts_and_time_stamps() -> None:
+    files = [
+        FileChange(path="a", status="added"),
+        FileChange(path="b", status="added"),
+        FileChange(path="c", status="deleted"),
+    ]
+    assert output.counts(checkpoint(1, files=files)) == "+2 ~0 -1"
+    assert output.parse_time("2026-01-02T03:04:05.000006Z") == datetime(
+        2026, 1, 2, 3, 4, 5, 6, tzinfo=UTC
+    )
+
+
+def test_the_list_nests_tools_under_their_turn(capsys: pytest.CaptureFixture[str]) -> None:
+    cps = [
+        checkpoint(1, label="x" * 50),
+        checkpoint(2, kind="tool", parent=1, label="Edit f"),
+        checkpoint(3, undone=True, files=[], skipped=[SkippedFile(path="big", reason="too large")]),
+        checkpoint(4, files=[]),
+    ]
+    output.checkpoints(cps, session="s", others=2)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "session s; 2 other sessions here (`snapshotter list --all`)"
+    assert lines[1].split() == ["ID", "WHEN", "KIND", "WHAT", "FILES"]
+    assert lines[2].startswith("    1  ") and "x" * 35 + "…  +0 ~1 -0" in lines[2]
+    assert "└ tool  Edit f" in lines[3]
+    assert lines[4].endswith("+0 ~0 -0  ! 1 skipped  (undone)")
+    assert lines[5].endswith("+0 ~0 -0  (no net change)")
+    assert lines[6].startswith("! skipped files are not in the snapshot")
+
+
+def test_an_empty_list_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    output.checkpoints([], session="s", others=1)
+    assert capsys.readouterr().out == (
+        "session s; 1 other session here (`snapshotter list --all`)\nno checkpoints\n"
+    )
+
+
+def test_a_report_says_what_was_done_or_would_be(capsys: pytest.CaptureFixture[str]) -> None:
+    report = RestoreReport(checkpoint=[3, 4], restored=["a"], removed=["b"], skipped=["c"])
+    output.report("undid", report, as_json=False)
+    assert capsys.readouterr().out.splitlines() == [
+        "undid checkpoint 3, 4: 1 restored, 1 removed",
+        "  restored a",
+        "  removed  b",
+        "  ! left alone c (skipped when recorded: not in the snapshot)",
+        "run `snapshotter redo` to put it back",
+    ]
+    output.report("redid", report.model_copy(update={"dry_run": True}), as_json=False)
+    assert capsys.readouterr().out.splitlines()[0] == (
+        "would redo checkpoint 3, 4: 1 would restore, 1 would remove"
+    )
+    output.report("reset", report, as_json=True)
+    assert json.loads(capsys.readouterr().out)["checkpoint"] == [3, 4]
+
+
+def test_ascii_stand_ins(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in ("NESTED", "ARROW", "ELLIPSIS"):
+        monkeypatch.setattr(output, name, getattr(output, name))  # restored after the test
+    output.use_ascii()
+    output.checkpoints([checkpoint(1, label="y" * 40), checkpoint(2, kind="tool", parent=1)])
+    text = capsys.readouterr().out
+    assert "+ tool" in text and "y" * 35 + "..." in text
+    assert text.isascii()

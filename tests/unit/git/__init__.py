@@ -1,0 +1,1 @@
+"""The unit tier: see conftest.py."""

@@ -1,0 +1,68 @@
+"""snapshotter/git/loose.py: loose objects' names, and their headers read without libgit2."""
+
+from __future__ import annotations
+
+import zlib
+from pathlib import Path
+
+import pygit2
+
+from snapshotter.git import loose
+from snapshotter.git.kinds import BLOB, COMMIT, TREE
+
+
+def repository(tmp_path: Path) -> tuple[pygit2.Repository, Path]:
+    repo = pygit2.init_repository(str(tmp_path / "r"), bare=True)
+    return repo, Path(repo.path) / "objects"
+
+
+def raw(oid: object) -> bytes:
+    return bytes.fromhex(str(oid))
+
+
+def test_a_loose_object_is_named_by_its_id(tmp_path: Path) -> None:
+    repo, objects = repository(tmp_path)
+    oid = raw(repo.create_blob(b"hello\n"))
+    fan_out, name = loose.loose_name(oid)
+    assert fan_out + name == oid.hex() and len(fan_out) == 2
+    path = objects / fan_out / name
+    assert path.is_file() and loose.loose_id(path) == oid
+
+
+def test_loose_files_skips_packs_and_temp_files(tmp_path: Path) -> None:
+    repo, objects = repository(tmp_path)
+    ids = {raw(repo.create_blob(b"%d" % n)) for n in range(5)}
+    fan_out = objects / loose.loose_name(next(iter(ids)))[0]
+    (fan_out / "tmp_obj_abc").write_bytes(b"")  # a writer's temp file
+    (objects / "pack" / ("0" * 38)).write_bytes(b"")  # not a fan-out directory
+    assert {loose.loose_id(p) for p in loose.loose_files(objects)} == ids
+
+
+def test_the_header_says_the_type_and_size(tmp_path: Path) -> None:
+    repo, objects = repository(tmp_path)
+    blob = repo.create_blob(b"x" * 1000)
+    tree = repo.TreeBuilder().write()
+    signature = pygit2.Signature("a", "a@b", 0, 0)
+    commit = repo.create_commit(None, signature, signature, "m", tree, [])
+    assert loose.read_header(str(objects), raw(blob)) == (BLOB, 1000)
+    assert loose.read_header(str(objects), raw(tree)) == (TREE, 0)
+    assert loose.read_header(str(objects), raw(commit)) == (COMMIT, len(repo[commit].read_raw()))
+
+
+def test_what_is_not_a_loose_object_here_reads_as_none(tmp_path: Path) -> None:
+    repo, objects = repository(tmp_path)
+    assert loose.read_header(str(objects), bytes(20)) is None  # absent
+    cases = {
+        "11" * 20: b"not zlib at all",
+        "22" * 20: zlib.compress(b"blob twelve\0"),  # the size is no number
+        "33" * 20: zlib.compress(b"ghost 3\0abc"),  # no such type
+        "44" * 20: zlib.compress(b"blob 3"),  # no NUL after the size
+    }
+    for hex_id, data in cases.items():
+        (objects / hex_id[:2]).mkdir(exist_ok=True)
+        (objects / hex_id[:2] / hex_id[2:]).write_bytes(data)
+        assert loose.read_header(str(objects), bytes.fromhex(hex_id)) is None, data
+    real = objects.joinpath(*loose.loose_name(raw(repo.create_blob(b"real"))))
+    (objects / "55").mkdir()
+    (objects / "55" / ("5" * 38)).symlink_to(real)
+    assert loose.read_header(str(objects), bytes.fromhex("55" * 20)) is None, "never a link"
