@@ -288,6 +288,8 @@ class Pattern:
         """``subject`` (folded when the rules are case-blind) matches the pattern."""
         if self.literal is not None:
             return subject == self.literal
+        if self.tokens is None:
+            return False  # a pattern git can never match, e.g. ``[ab``: no error, no match
         if not (subject.startswith(self.prefix) and subject.endswith(self.suffix)):
             return False
         if self._glob is None:
