@@ -27,7 +27,7 @@ Three properties keep a hook fast and bounded whatever the rules say:
   a FIFO named ``.gitignore`` cannot hang us.
 
 pathspec's ``GitIgnoreSpec`` is not used: the conformance test
-(``tests/test_ignore_conformance.py``) showed it lets a pattern that names a
+(``tests/functional/test_ignore_conformance.py``) showed it lets a pattern that names a
 directory decide for every file below it, makes ``abc/**`` exclude ``abc``,
 matches characters instead of bytes, lacks ``[[:alpha:]]`` classes, strips
 tabs and a second ``\\r``, keeps the UTF-8 BOM, and raises on ``foo\\``.

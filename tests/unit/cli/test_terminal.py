@@ -1,7 +1,7 @@
 """snapshotter/cli/terminal.py: colour, width and pager, decided as git decides them.
 
 Only what starts no pager is tested here (a pager is a process: the
-functional tier's tests/test_pager.py).
+functional tier's tests/functional/test_pager.py).
 """
 
 from __future__ import annotations

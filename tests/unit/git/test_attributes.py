@@ -1,7 +1,7 @@
 """snapshotter/git/attributes.py: ``.gitattributes`` lines, and what applies to a path.
 
 Which attributes apply is checked against ``git check-attr`` in
-tests/test_seed_attributes.py; these pin the reading rules one at a time.
+tests/functional/test_seed_attributes.py; these pin the reading rules one at a time.
 """
 
 from __future__ import annotations

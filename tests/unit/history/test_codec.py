@@ -1,7 +1,7 @@
 """snapshotter/history/codec.py: JSON derived from a dataclass's fields, read exactly as written.
 
 The byte format of state.json and the lenient reading's agreement are
-tests/test_state_file.py's; these pin what ``read`` takes and refuses, one
+tests/functional/test_state_file.py's; these pin what ``read`` takes and refuses, one
 kind of annotation at a time.
 """
 

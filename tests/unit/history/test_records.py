@@ -12,7 +12,7 @@ from snapshotter.history.records import (
     State,
 )
 from snapshotter.store.capture import Capture
-from snapshotter.store.walk import Skip
+from snapshotter.store.skips import Skip, Why
 
 
 def record(id: int, session: str = "s", parent: int | None = None, **fields: object) -> Record:
@@ -83,21 +83,27 @@ def test_live_trees_are_every_tree_something_still_needs() -> None:
 def test_a_mark_remembers_its_captures_skips_and_names_only_new_ones_later() -> None:
     first = Capture(
         tree="t1",
-        skipped={"big": Skip("big", "too large", 10, 1), "gone": Skip("gone", "too large", 1, 1)},
+        skipped={
+            "big": Skip("big", Why.TOO_LARGE, "9", 10, 1),
+            "gone": Skip("gone", Why.TOO_LARGE, "9", 1, 1),
+        },
         started=42,
     )
     mark = Mark.of(first, next_id=5)
     assert (mark.tree, mark.next_id, mark.at) == ("t1", 5, 42)
-    assert mark.skips == {"big": ("too large", 10, 1), "gone": ("too large", 1, 1)}
+    assert mark.skips == {"big": ("too_large", 10, 1), "gone": ("too_large", 1, 1)}
     later = Capture(
         tree="t2",
         skipped={
-            "big": Skip("big", "too large", 10, 1),  # unchanged: not news
-            "new": Skip("new", "unreadable", 0, 0),
-            "gone": Skip("gone", "too large", 2, 1),  # grew: skipped again, news
+            "big": Skip("big", Why.TOO_LARGE, "9", 10, 1),  # unchanged: not news
+            "new": Skip("new", Why.UNREADABLE, "Permission denied", 0, 0),
+            "gone": Skip("gone", Why.TOO_LARGE, "9", 2, 1),  # grew: skipped again, news
         },
     )
-    assert mark.new_skips(later) == [Skipped("gone", "too large"), Skipped("new", "unreadable")]
+    assert mark.new_skips(later) == [
+        Skipped("gone", "new file larger than 9 bytes"),
+        Skipped("new", "unreadable: Permission denied"),
+    ]
 
 
 def test_a_record_becomes_the_apis_checkpoint_field_by_field() -> None:

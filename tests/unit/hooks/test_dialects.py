@@ -1,7 +1,7 @@
 """snapshotter/hooks/dialects/: each runtime's payloads read as our events.
 
 The payloads are the recorded (or documented) sessions in fixtures/sessions;
-tests/test_dialects.py drives the same shapes through real hook processes.
+tests/functional/test_dialects.py drives the same shapes through real hook processes.
 """
 
 from __future__ import annotations

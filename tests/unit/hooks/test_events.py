@@ -1,7 +1,7 @@
 """snapshotter/hooks/events.py: the fields the snapshot builtin reads of an event.
 
 That ``Event`` and pydantic's ``HookInput`` agree on recorded and odd input
-is tests/test_hook_event.py's; these pin ``Event``'s own contract.
+is tests/functional/test_hook_event.py's; these pin ``Event``'s own contract.
 """
 
 from __future__ import annotations

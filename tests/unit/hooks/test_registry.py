@@ -1,6 +1,6 @@
 """snapshotter/hooks/registry.py: configured hooks found per event, their verdicts merged.
 
-Command hooks (processes) are tests/test_registry.py's; here builtins stand
+Command hooks (processes) are tests/functional/test_registry.py's; here builtins stand
 in for them, and a command's stdout is read by ``_parse_output`` directly.
 """
 

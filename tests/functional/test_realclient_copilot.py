@@ -43,7 +43,7 @@ from snapshotter.hooks.dialects import claude_code
 
 pytestmark = pytest.mark.realclient
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).parents[1]  # tests/: the fake APIs live beside builders.py
 FAKE = HERE / "fake_copilot.py"
 FIXTURE = HERE.parent / "fixtures" / "sessions" / "copilot" / "session.json"
 VENV_BIN = Path(sys.executable).parent

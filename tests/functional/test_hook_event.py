@@ -22,7 +22,7 @@ from snapshotter.hooks import events
 from snapshotter.hooks.events import Event
 from snapshotter.hooks.wire import HookInput
 
-SESSIONS = Path(__file__).resolve().parent.parent / "fixtures" / "sessions"
+SESSIONS = Path(__file__).resolve().parents[2] / "fixtures" / "sessions"
 READ = list(Event.__annotations__)  # the fields the builtin reads
 
 

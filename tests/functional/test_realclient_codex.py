@@ -52,7 +52,7 @@ from snapshotter.hooks.dialects import codex as codex_dialect
 
 pytestmark = pytest.mark.realclient
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).parents[1]  # tests/: the fake APIs live beside builders.py
 FAKE = HERE / "fake_openai.py"
 FIXTURES = HERE.parent / "fixtures" / "sessions" / "codex"
 VENV_BIN = Path(sys.executable).parent

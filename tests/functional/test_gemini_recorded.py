@@ -25,7 +25,7 @@ import pytest
 from builders import cli_ok, edit_files, files_of, hook_ok, listed, make_repo
 from test_claude_code_recorded import REPO, substitute
 
-FIXTURES = Path(__file__).parent.parent / "fixtures" / "sessions" / "gemini"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "sessions" / "gemini"
 # The events ``snapshotter init gemini`` wires.
 WIRED = {"SessionStart", "BeforeAgent", "BeforeTool", "AfterTool", "AfterAgent", "SessionEnd"}
 PROMPTS = {

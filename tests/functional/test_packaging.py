@@ -9,7 +9,7 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-TOP = Path(__file__).parent.parent
+TOP = Path(__file__).parents[2]
 
 
 def test_every_package_of_the_source_is_installed() -> None:

@@ -318,7 +318,7 @@ def test_ignore_rules_benchmark_runs_and_agrees_with_git(tmp_path: Path) -> None
             "--rounds",
             "1",
         ],
-        cwd=Path(__file__).resolve().parent.parent,
+        cwd=Path(__file__).resolve().parents[2],
         capture_output=True,
         text=True,
         check=False,

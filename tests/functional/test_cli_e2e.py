@@ -23,7 +23,7 @@ from builders import listed as listed_by
 
 from snapshotter.cli.replay import build_repo, load_recipe, load_session, replay
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def script() -> Path:

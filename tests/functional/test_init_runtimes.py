@@ -145,7 +145,7 @@ def test_the_readme_shows_what_init_writes(tmp_path: Path, runtime: str) -> None
     root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
     dry = init(root, runtime, "--dry-run")
     assert dry.returncode == 0, dry.stderr
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
     heading = f"`snapshotter init {runtime}`"
     after = readme[readme.index(heading) :]
     block = after[after.index("```json\n") + len("```json\n") : after.index("```\n", 8)]

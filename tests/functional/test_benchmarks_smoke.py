@@ -12,7 +12,7 @@ from typing import Any
 
 from builders import git, write
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 EXPECTED_FIGURES = {
     "floor",

@@ -24,7 +24,7 @@ from test_claude_code_recorded import substitute
 
 from snapshotter.cli.replay import apply_edits
 
-FIXTURES = Path(__file__).parent.parent / "fixtures" / "sessions" / "codex"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "sessions" / "codex"
 PATCHED = ["d.txt", "g.txt", "m.txt", "moved.txt", "new.txt"]
 
 

@@ -18,7 +18,7 @@ from typing import Any
 from builders import hook_ok, listed, make_repo, run_cli
 from test_claude_code_recorded import substitute
 
-FIXTURES = Path(__file__).parent.parent / "fixtures" / "sessions"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "sessions"
 
 
 def replay(runtime: str, tmp_path: Path, home: Path) -> tuple[Path, dict[str, Any]]:

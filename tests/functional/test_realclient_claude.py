@@ -32,7 +32,7 @@ from snapshotter.logfile import log_path
 
 pytestmark = pytest.mark.realclient
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).parents[1]  # tests/: the fake APIs live beside builders.py
 FAKE = HERE / "fake_anthropic.py"
 VENV_BIN = Path(sys.executable).parent
 SESSION = "5a9e0000-0000-4000-8000-00000000c1ad"

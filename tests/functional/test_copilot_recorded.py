@@ -28,7 +28,7 @@ import pytest
 from builders import cli_ok, files_of, hook_ok, listed, make_repo, worktree_bytes
 from test_claude_code_recorded import substitute
 
-FIXTURE = Path(__file__).parent.parent / "fixtures" / "sessions" / "copilot" / "session.json"
+FIXTURE = Path(__file__).parents[2] / "fixtures" / "sessions" / "copilot" / "session.json"
 REPO = {"a.txt": "a as committed\n", "b.txt": "b as committed\n", "f.txt": "f as committed\n"}
 # The tree after turn 1 and after turn 2 (which checks f.txt out again).
 AFTER_TURN_1 = {"a.txt": "a by the agent\n", "c.txt": "c is new\n", "f.txt": "x\n"}

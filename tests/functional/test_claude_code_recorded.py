@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 from builders import cli_ok, files_of, hook_ok, listed, make_repo
 
-FIXTURE = Path(__file__).parent.parent / "fixtures" / "claude-code" / "session.json"
+FIXTURE = Path(__file__).parents[2] / "fixtures" / "claude-code" / "session.json"
 REPO = {"f.txt": "f as committed\n", "g.txt": "g as committed\n", "b.txt": "b as committed\n"}
 
 # placeholder -> its value for (repository root, HOME); replaced in this order.

@@ -44,7 +44,7 @@ from test_realclient_claude import (
 
 pytestmark = pytest.mark.realclient
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).parents[1]  # tests/: the fake APIs live beside builders.py
 FAKE = HERE / "fake_gemini.py"
 FIXTURES = HERE.parent / "fixtures" / "sessions" / "gemini"
 VENV_BIN = Path(sys.executable).parent

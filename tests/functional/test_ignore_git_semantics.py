@@ -213,6 +213,6 @@ def test_ignorecase_in_a_nested_repository_follows_its_own_config(root: Path) ->
 
 
 def test_readme_names_the_git_version_the_matcher_follows() -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     version = ignore.GIT_SEMANTICS_VERSION
     assert f"git {version}" in readme, f"README should say the rules follow git {version}"
