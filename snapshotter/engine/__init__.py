@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Literal, overload
 from snapshotter.config import DEFAULT_MAX_FILES, DEFAULT_MAX_NEW_FILE_SIZE, data_dir
 from snapshotter.errors import NothingToDo
 from snapshotter.git.worktree import find_worktree
-from snapshotter.history.records import Record
 from snapshotter.history.state_file import restore_pending
 from snapshotter.store.capture import CaptureOptions
 from snapshotter.store.changes import FileDiff
@@ -39,7 +38,6 @@ __all__ = [
     "CheckpointDiff",
     "Engine",
     "FileDiff",
-    "Record",
     "commit_all",
     "load_commands",
     "open_existing",

@@ -14,13 +14,14 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from snapshotter.checkpoints import Record
 from snapshotter.config import (
     DEFAULT_MAX_FILES,
     DEFAULT_MAX_NEW_FILE_SIZE,
     data_dir,
     parse_size,
 )
-from snapshotter.engine import Engine, Record, open_existing
+from snapshotter.engine import Engine, open_existing
 from snapshotter.engine.sessions import first_stop, open_session
 from snapshotter.errors import BadInput, NotAWorktree, NothingToDo, SnapshotterError
 from snapshotter.hooks import events as ev
