@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, overload
+from typing import TYPE_CHECKING, Literal, TypedDict, Unpack, overload
 
 from snapshotter.config import DEFAULT_MAX_FILES, DEFAULT_MAX_NEW_FILE_SIZE, data_dir
 from snapshotter.errors import NothingToDo
@@ -38,6 +38,7 @@ __all__ = [
     "CheckpointDiff",
     "Engine",
     "FileDiff",
+    "OpenOptions",
     "commit_all",
     "load_commands",
     "open_existing",
@@ -61,6 +62,15 @@ class CheckpointDiff:
     skipped: list[tuple[str, str]]
 
 
+class OpenOptions(TypedDict, total=False):
+    """How ``Engine.open`` opens a worktree's store: each may be left out."""
+
+    data_dir_path: str | os.PathLike[str] | None  # default: config.data_dir's
+    max_new_file_size: int  # a larger new file is skipped; default DEFAULT_MAX_NEW_FILE_SIZE
+    max_files: int | None  # a cap on the worktree's files; default DEFAULT_MAX_FILES (none)
+    resident: Resident | None  # a long-lived process's watchers and caches (the hook server's)
+
+
 class Engine(Workspace):
     """Snapshots and history of the worktree containing a directory, limited to its subtree.
 
@@ -79,11 +89,8 @@ class Engine(Workspace):
         cls,
         directory: str | os.PathLike[str] = ".",
         *,
-        data_dir_path: str | os.PathLike[str] | None = None,
-        max_new_file_size: int = DEFAULT_MAX_NEW_FILE_SIZE,
-        max_files: int | None = DEFAULT_MAX_FILES,
         create: Literal[True] = True,
-        resident: Resident | None = None,
+        **options: Unpack[OpenOptions],
     ) -> Engine: ...
 
     @overload
@@ -92,11 +99,8 @@ class Engine(Workspace):
         cls,
         directory: str | os.PathLike[str] = ".",
         *,
-        data_dir_path: str | os.PathLike[str] | None = None,
-        max_new_file_size: int = DEFAULT_MAX_NEW_FILE_SIZE,
-        max_files: int | None = DEFAULT_MAX_FILES,
         create: bool,
-        resident: Resident | None = None,
+        **options: Unpack[OpenOptions],
     ) -> Engine | None: ...
 
     @classmethod
@@ -104,32 +108,36 @@ class Engine(Workspace):
         cls,
         directory: str | os.PathLike[str] = ".",
         *,
-        data_dir_path: str | os.PathLike[str] | None = None,
-        max_new_file_size: int = DEFAULT_MAX_NEW_FILE_SIZE,
-        max_files: int | None = DEFAULT_MAX_FILES,
         create: bool = True,
-        resident: Resident | None = None,
+        **options: Unpack[OpenOptions],
     ) -> Engine | None:
-        """Open the store of the worktree containing ``directory``.
+        """Open the store of the worktree containing ``directory``, as ``options`` say
+        (``OpenOptions``: the data directory, the capture's limits, a resident).
 
         Creates the store on first use, so with the default ``create=True``
         the result is always an engine. With ``create=False`` it is None when
         no snapshot was ever taken there. Raises NotAWorktree outside git.
-        ``resident``: a long-lived process's watchers and caches (the hook server's).
         """
+        unknown = options.keys() - OpenOptions.__optional_keys__
+        if unknown:  # a misspelt option is an error, as it would be with named parameters
+            raise TypeError(f"Engine.open() got unexpected options: {', '.join(sorted(unknown))}")
         worktree = find_worktree(directory)
         notes: list[str] = []
         store = Store.open(
-            data_dir(data_dir_path),
+            data_dir(options.get("data_dir_path")),
             worktree,
             create=create,
             recover=lambda store: _finish_restore(store, notes),
-            resident=resident,
+            resident=options.get("resident"),
         )
         if store is None:
             return None
-        options = CaptureOptions.for_store(store.root, max_new_file_size, max_files)
-        engine = cls(worktree, store, options)
+        capture = CaptureOptions.for_store(
+            store.root,
+            options.get("max_new_file_size", DEFAULT_MAX_NEW_FILE_SIZE),
+            options.get("max_files", DEFAULT_MAX_FILES),
+        )
+        engine = cls(worktree, store, capture)
         engine.recovered = notes[0] if notes else None
         return engine
 
@@ -288,21 +296,9 @@ def _finish_restore(store: Store, notes: list[str]) -> None:
             notes.append(note)
 
 
-def open_existing(
-    directory: str | os.PathLike[str],
-    *,
-    data_dir_path: str | os.PathLike[str] | None = None,
-    max_new_file_size: int = DEFAULT_MAX_NEW_FILE_SIZE,
-    resident: Resident | None = None,
-) -> Engine:
+def open_existing(directory: str | os.PathLike[str], **options: Unpack[OpenOptions]) -> Engine:
     """The engine of a worktree that already has snapshots; NothingToDo otherwise."""
-    engine = Engine.open(
-        directory,
-        data_dir_path=data_dir_path,
-        create=False,
-        max_new_file_size=max_new_file_size,
-        resident=resident,
-    )
+    engine = Engine.open(directory, create=False, **options)
     if engine is None:
         raise NothingToDo("no snapshots recorded for this worktree yet")
     return engine
