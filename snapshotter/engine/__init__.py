@@ -39,6 +39,7 @@ __all__ = [
     "Engine",
     "FileDiff",
     "OpenOptions",
+    "RestoreOptions",
     "commit_all",
     "load_commands",
     "open_existing",
@@ -69,6 +70,16 @@ class OpenOptions(TypedDict, total=False):
     max_new_file_size: int  # a larger new file is skipped; default DEFAULT_MAX_NEW_FILE_SIZE
     max_files: int | None  # a cap on the worktree's files; default DEFAULT_MAX_FILES (none)
     resident: Resident | None  # a long-lived process's watchers and caches (the hook server's)
+
+
+class RestoreOptions(TypedDict, total=False):
+    """How an undo, redo, reset or restore goes: each may be left out (default False).
+
+    Passed on as they are to history/undo.py, whose parameters they are.
+    """
+
+    force: bool  # write over files edited since (redo brings the edits back); else Conflict
+    dry_run: bool  # change nothing: the report says what it would do
 
 
 class Engine(Workspace):
@@ -221,7 +232,7 @@ class Engine(Workspace):
 
     # -- restoring (each one undoable: SPEC §5) ------------------------------------------
 
-    def undo(self, session_id: str, *, force: bool = False, dry_run: bool = False) -> RestoreReport:
+    def undo(self, session_id: str, **how: Unpack[RestoreOptions]) -> RestoreReport:
         """Revert the session's newest checkpoint (a turn with its tools).
 
         Conflict when a file it would touch changed since, unless ``force``;
@@ -229,21 +240,21 @@ class Engine(Workspace):
         """
         from snapshotter.history.undo import undo_last
 
-        return undo_last(self, session_id, force=force, dry_run=dry_run)
+        return undo_last(self, session_id, **how)
 
-    def redo(self, session_id: str, *, force: bool = False, dry_run: bool = False) -> RestoreReport:
+    def redo(self, session_id: str, **how: Unpack[RestoreOptions]) -> RestoreReport:
         """Put back exactly what the session's last undo, reset or restore took away."""
         from snapshotter.history.undo import redo
 
-        return redo(self, session_id, force=force, dry_run=dry_run)
+        return redo(self, session_id, **how)
 
     def reset(
-        self, session_id: str, keep: int | None, *, force: bool = False, dry_run: bool = False
+        self, session_id: str, keep: int | None, **how: Unpack[RestoreOptions]
     ) -> RestoreReport:
         """Revert every checkpoint of the session after ``keep`` (None: all of them)."""
         from snapshotter.history.undo import reset
 
-        return reset(self, session_id, keep, force=force, dry_run=dry_run)
+        return reset(self, session_id, keep, **how)
 
     def restore_files(
         self,
@@ -252,8 +263,7 @@ class Engine(Workspace):
         paths: list[str],
         *,
         after: bool = False,
-        force: bool = False,
-        dry_run: bool = False,
+        **how: Unpack[RestoreOptions],
     ) -> RestoreReport:
         """Put worktree ``paths`` back as they were before checkpoint ``checkpoint_id``
         (``after``: after it); a directory takes the files below it. Part of an undo,
@@ -261,9 +271,7 @@ class Engine(Workspace):
         puts everything back."""
         from snapshotter.history.undo import restore_files
 
-        return restore_files(
-            self, session_id, checkpoint_id, paths, after=after, force=force, dry_run=dry_run
-        )
+        return restore_files(self, session_id, checkpoint_id, paths, after=after, **how)
 
     # -- keeping the store small ---------------------------------------------------------
 
