@@ -1,23 +1,38 @@
 """The public API's records, as pydantic models: what the API and ``--json`` hand out.
 
-This is the API's shape, not the storage format: state.json is defined by
-``history.records``' dataclasses alone (``history.codec`` derives its JSON).
-A ``Checkpoint`` is built from its record in one place,
-``history.records.Record.to_model``, field by field from the record's
-attributes; its JSON is the stored checkpoint's, as the tests hold it.
+``Checkpoint``, ``FileChange`` and ``SkippedFile`` are derived from the
+dataclasses that define a checkpoint (``checkpoints``: the stored records),
+field by field, so their fields cannot drift apart and their JSON is the
+stored checkpoint's; a record becomes its model in one place,
+``checkpoints.Record.to_model``. ``RestoreReport`` is the API's alone.
 ``snapshotter hook`` never imports this module (issue 16.4).
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+import dataclasses
+import functools
+import operator
+import types
+import typing
+from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, ValidationInfo
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    ValidationInfo,
+    create_model,
+)
 
 from snapshotter import names
+from snapshotter.checkpoints import Change, Record, Skipped
 from snapshotter.config import Kind as Kind
 from snapshotter.config import Status as Status
 from snapshotter.config import now_iso as now_iso
+from snapshotter.names import Name
 
 
 def _name_from_json(value: object, info: ValidationInfo) -> object:
@@ -31,51 +46,61 @@ PathName = Annotated[
 ]
 
 
-class FileChange(BaseModel):
-    """One file a checkpoint changed: its worktree path and how."""
-
-    model_config = ConfigDict(frozen=True)
-
-    path: PathName
-    status: Status
+_MODELS: dict[type, type[BaseModel]] = {}  # each record's model, as ``_model`` makes them
 
 
-class SkippedFile(BaseModel):
-    """A file left out of a snapshot (too large, unreadable): undo cannot restore it."""
+def _model(name: str, record: type) -> Any:
+    """The pydantic model of the dataclass ``record``: its fields in its order, with their
+    types and defaults (a ``Name`` a ``PathName``, a nested record its model), frozen as
+    the record is, and its docstring."""
+    hints = typing.get_type_hints(record, include_extras=True)
+    fields: dict[str, Any] = {}
+    for f in dataclasses.fields(record):
+        default: Any = ...  # required
+        if f.default_factory is not dataclasses.MISSING:
+            default = Field(default_factory=f.default_factory)
+        elif f.default is not dataclasses.MISSING:
+            default = f.default
+        fields[f.name] = (_api_type(hints[f.name]), default)
+    frozen = record.__dataclass_params__.frozen  # type: ignore[attr-defined]
+    model = create_model(
+        name,
+        __config__=ConfigDict(frozen=True) if frozen else None,
+        __doc__=record.__doc__,
+        __module__=__name__,
+        **fields,
+    )
+    _MODELS[record] = model
+    return model
 
-    model_config = ConfigDict(frozen=True)
 
-    path: PathName
-    reason: str
+def _api_type(hint: Any) -> Any:
+    """``hint`` with each record in it replaced by its model, each ``Name`` by ``PathName``."""
+    if hint == Name:
+        return PathName
+    if isinstance(hint, type) and hint in _MODELS:
+        return _MODELS[hint]
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (list, dict, tuple):
+        return origin[tuple(_api_type(a) for a in args)]
+    if origin in (typing.Union, types.UnionType):
+        return functools.reduce(operator.or_, (_api_type(a) for a in args))
+    return hint
 
 
-class Checkpoint(BaseModel):
-    """One span in which files changed (a turn, or a tool call), undoable as a whole.
+if TYPE_CHECKING:
+    # What ``_model`` makes, as type checkers are told it: a model with its
+    # record's attributes.
+    class FileChange(BaseModel, Change, frozen=True): ...
 
-    ``before`` and ``after`` are tree ids in the shadow store; ``parent`` is the
-    turn a tool checkpoint belongs to (SPEC §4).
-    """
+    class SkippedFile(BaseModel, Skipped, frozen=True): ...
 
-    id: int
-    session_id: str
-    kind: Kind
-    label: str
-    created_at: str = Field(default_factory=now_iso)
-    before: str
-    after: str
-    files: list[FileChange]
-    skipped: list[SkippedFile] = Field(default_factory=list)
-    undone: bool = False
-    parent: int | None = None
-    # Worktree paths the tool's input named (``file_path``, ``path``, ...): such a
-    # file belongs to this tool and its session, whoever else was running (SPEC §4).
-    named_paths: list[PathName] = Field(default_factory=list)
-    # The raw values behind ``label`` (issue 15): what the user asked, why the
-    # turn ended, which tool ran and the shell command it was given.
-    prompt: str | None = None
-    reason: str | None = None
-    tool_name: str | None = None
-    command: str | None = None
+    class Checkpoint(BaseModel, Record): ...
+
+else:
+    FileChange = _model("FileChange", Change)
+    SkippedFile = _model("SkippedFile", Skipped)
+    Checkpoint = _model("Checkpoint", Record)
 
 
 class RestoreReport(BaseModel):

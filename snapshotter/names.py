@@ -15,11 +15,27 @@ that same decoding. Two edges need more than that:
 
 The one trap: a name that itself starts with a double quote is always stored
 quoted, so that ``decode`` can tell the two apart.
+
+``Name`` marks a record's field as such a name, for what reads and writes the
+record as JSON (``history.codec``, ``models``).
 """
 
 from __future__ import annotations
 
 import os
+from typing import Annotated
+
+
+class _NameMark:
+    """``Annotated`` metadata: this ``str`` is a worktree path (see ``Name``)."""
+
+    def __repr__(self) -> str:
+        return "NAME"
+
+
+NAME = _NameMark()
+# A worktree path: the os.fsdecode'd name in memory, ``encode``'s form in JSON.
+Name = Annotated[str, NAME]
 
 _LETTERS = {
     "\a": "a",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -101,13 +100,6 @@ size_option = click.option(
     help="Skip new untracked files larger than SIZE "
     f"(default {format_size(DEFAULT_MAX_NEW_FILE_SIZE)}).",
 )
-
-
-def restore_options(fn: Callable[..., None]) -> Callable[..., None]:
-    """The options undo, redo and reset share (SPEC §7)."""
-    for option in (pass_ctx, json_option, force_option, dry_run_option, session_option, dir_option):
-        fn = option(fn)
-    return fn
 
 
 max_files_option = click.option(

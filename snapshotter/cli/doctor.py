@@ -39,7 +39,8 @@ def doctor(c: Ctx, directory: str, as_json: bool) -> None:
     import shutil
     import time
 
-    from snapshotter.cli import agent_setup, output
+    from snapshotter.cli import output
+    from snapshotter.cli.agent_setup.json_config import HINTS, wires
     from snapshotter.cli.setup import project_dir
     from snapshotter.config import stores_dir
     from snapshotter.errors import NothingToDo
@@ -54,13 +55,13 @@ def doctor(c: Ctx, directory: str, as_json: bool) -> None:
     now = time.time()
     runtimes: list[dict[str, Any]] = []
     for dialect in all_dialects():
-        files = [path for path in _configs(dialect, project) if agent_setup.wires(path)]
+        files = [path for path in _configs(dialect, project) if wires(path)]
         last = _seen(store_root, f"{SEEN_PREFIX}{dialect.name}") if store_root else None
         if not files and last is None:
             continue
         problem = None
         if last is None:
-            hint = agent_setup.HINTS.get(dialect.name)
+            hint = HINTS.get(dialect.name)
             problem = "no event has arrived yet" + (f": {hint}" if hint else "")
         runtimes.append(
             {
@@ -100,7 +101,7 @@ def _configs(dialect: Dialect, project: Path) -> list[Path]:
     """The runtime's project file and the user's, where it has them."""
     from pathlib import Path
 
-    from snapshotter.cli.agent_setup import config_path
+    from snapshotter.cli.agent_setup.json_config import config_path
 
     found = []
     if dialect.config:

@@ -53,26 +53,6 @@ def recover(
     """
     from snapshotter.cli import output
     from snapshotter.engine.moved import recover as recover_files
-    from snapshotter.names import display, encode
 
     done = recover_files(c.data_dir, directory, checkpoint_id, before=before, dry_run=dry_run)
-    if as_json:
-        output.emit_json(
-            {
-                "worktree": str(done.worktree),
-                "tree": done.tree,
-                "dry_run": dry_run,
-                "restored": [encode(p) for p in done.written],
-                "kept": [encode(p) for p in done.kept],
-                "failed": [encode(p) for p in done.failed],
-            }
-        )
-        return
-    verb = "would write back" if dry_run else "wrote back"
-    click.echo(f"{verb} {len(done.written)} file(s) into {done.worktree}")
-    for path in done.written:
-        click.echo(f"  {display(path)}")
-    for path in done.kept:
-        output.error(f"left alone (its bytes are not in the store): {display(path)}")
-    for path in done.failed:
-        output.error(f"could not write: {display(path)}")
+    output.recover_report(done, dry_run, as_json)

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from snapshotter.models import Checkpoint, RestoreReport
-from snapshotter.names import display
+from snapshotter.names import display, encode
 
 if TYPE_CHECKING:
     from snapshotter.engine.maintenance import GcReport
+    from snapshotter.engine.moved import Recovered
 
 # Where stdout cannot encode them (PYTHONIOENCODING=latin-1), use_ascii() swaps these.
 NESTED = "└ "
@@ -141,14 +142,39 @@ def report(verb: str, rep: RestoreReport, as_json: bool) -> None:
     gone = "would remove" if rep.dry_run else "removed"
     said = f"would {_INFINITIVE[verb]}" if rep.dry_run else verb
     click.echo(f"{said} checkpoint {ids}: {len(rep.restored)} {done}, {len(rep.removed)} {gone}")
-    for path in rep.restored:
-        click.echo(f"  {done:<8} {display(path)}")
-    for path in rep.removed:
-        click.echo(f"  {gone:<8} {display(path)}")
+    each(rep.restored, f"  {done:<8} {{}}")
+    each(rep.removed, f"  {gone:<8} {{}}")
     for path in rep.skipped:
         click.echo(f"  ! left alone {display(path)} (skipped when recorded: not in the snapshot)")
     if not rep.dry_run and verb in ("undid", "reset", "restored"):
         click.echo("run `snapshotter redo` to put it back")
+
+
+def recover_report(done: Recovered, dry_run: bool, as_json: bool) -> None:
+    """What ``recover`` wrote back (or would), and what it left alone."""
+    if as_json:
+        emit_json(
+            {
+                "worktree": str(done.worktree),
+                "tree": done.tree,
+                "dry_run": dry_run,
+                "restored": [encode(p) for p in done.written],
+                "kept": [encode(p) for p in done.kept],
+                "failed": [encode(p) for p in done.failed],
+            }
+        )
+        return
+    verb = "would write back" if dry_run else "wrote back"
+    click.echo(f"{verb} {len(done.written)} file(s) into {done.worktree}")
+    each(done.written, "  {}")
+    each(done.kept, "left alone (its bytes are not in the store): {}", error)
+    each(done.failed, "could not write: {}", error)
+
+
+def each(paths: Iterable[str], line: str, say: Callable[[str], None] = click.echo) -> None:
+    """``line`` once per path, its ``{}`` the path as git shows it (``names.display``)."""
+    for path in paths:
+        say(line.format(display(path)))
 
 
 def gc_report(worktree: object, rep: GcReport) -> None:

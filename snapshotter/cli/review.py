@@ -43,7 +43,7 @@ def list_(
         if isinstance(exc, WorktreeMoved):
             output.error(str(exc))  # stdout keeps the (empty) list; the way back on stderr
         else:  # no event ever arrived here: a runtime's hooks may be wired but silent
-            from snapshotter.cli.agent_setup import silent_wiring
+            from snapshotter.cli.agent_setup.json_config import silent_wiring
             from snapshotter.cli.setup import project_dir
 
             for note in silent_wiring(project_dir(directory)):

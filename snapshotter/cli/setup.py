@@ -59,32 +59,31 @@ def init(
     --global. Hooks already there are kept, running init twice changes
     nothing, and a changed file is backed up beside itself first.
     """
-    from snapshotter.cli import agent_setup
+    from snapshotter.cli.agent_setup import codex_trust, docker_agent, json_config
+    from snapshotter.cli.agent_setup.hook_entry import hook_command
     from snapshotter.hooks.dialects import by_name
 
-    command = agent_setup.hook_command()
+    command = hook_command()
     notes: list[str] = []
     if agent == "docker-agent":
         if agent_file is None:
-            click.echo(agent_setup.docker_agent_block(command=command), nl=False)
+            click.echo(docker_agent.block(command=command), nl=False)
             return
-        setup = agent_setup.setup_docker_agent(
-            Path(agent_file), agent_name, dry_run=dry_run, command=command
-        )
+        setup = docker_agent.setup(Path(agent_file), agent_name, dry_run=dry_run, command=command)
     else:
         dialect = by_name(agent)
         assert dialect is not None  # (click's choices are the dialects' names)
         project = project_dir(directory)
         folder = Path.home() if global_ else project
-        path = agent_setup.config_path(dialect, folder, global_=global_)
-        setup = agent_setup.setup_json(path, dialect, dry_run=dry_run, command=command)
+        path = json_config.config_path(dialect, folder, global_=global_)
+        setup = json_config.setup_json(path, dialect, dry_run=dry_run, command=command)
         if trust and agent != "codex":
             raise click.UsageError("--trust is for codex")
         if trust and not dry_run:
-            trusted = agent_setup.trust_codex(path, project if not global_ else folder)
+            trusted = codex_trust.trust(path, project if not global_ else folder)
             if trusted.changed:
                 notes.append(f"{trusted.path}: the project and snapshotter's hooks trusted")
-        notes += agent_setup.notes_for(dialect, project, trusted=trust)
+        notes += json_config.notes_for(dialect, project, trusted=trust)
     if dry_run:
         click.echo(setup.text, nl=False)
     elif not setup.changed:

@@ -16,12 +16,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, overload
+from typing import TYPE_CHECKING, Literal, TypedDict, Unpack, overload
 
 from snapshotter.config import DEFAULT_MAX_FILES, DEFAULT_MAX_NEW_FILE_SIZE, data_dir
 from snapshotter.errors import NothingToDo
 from snapshotter.git.worktree import find_worktree
-from snapshotter.history.records import Record
 from snapshotter.history.state_file import restore_pending
 from snapshotter.store.capture import CaptureOptions
 from snapshotter.store.changes import FileDiff
@@ -39,7 +38,8 @@ __all__ = [
     "CheckpointDiff",
     "Engine",
     "FileDiff",
-    "Record",
+    "OpenOptions",
+    "RestoreOptions",
     "commit_all",
     "load_commands",
     "open_existing",
@@ -63,6 +63,25 @@ class CheckpointDiff:
     skipped: list[tuple[str, str]]
 
 
+class OpenOptions(TypedDict, total=False):
+    """How ``Engine.open`` opens a worktree's store: each may be left out."""
+
+    data_dir_path: str | os.PathLike[str] | None  # default: config.data_dir's
+    max_new_file_size: int  # a larger new file is skipped; default DEFAULT_MAX_NEW_FILE_SIZE
+    max_files: int | None  # a cap on the worktree's files; default DEFAULT_MAX_FILES (none)
+    resident: Resident | None  # a long-lived process's watchers and caches (the hook server's)
+
+
+class RestoreOptions(TypedDict, total=False):
+    """How an undo, redo, reset or restore goes: each may be left out (default False).
+
+    Passed on as they are to history/undo.py, whose parameters they are.
+    """
+
+    force: bool  # write over files edited since (redo brings the edits back); else Conflict
+    dry_run: bool  # change nothing: the report says what it would do
+
+
 class Engine(Workspace):
     """Snapshots and history of the worktree containing a directory, limited to its subtree.
 
@@ -81,11 +100,8 @@ class Engine(Workspace):
         cls,
         directory: str | os.PathLike[str] = ".",
         *,
-        data_dir_path: str | os.PathLike[str] | None = None,
-        max_new_file_size: int = DEFAULT_MAX_NEW_FILE_SIZE,
-        max_files: int | None = DEFAULT_MAX_FILES,
         create: Literal[True] = True,
-        resident: Resident | None = None,
+        **options: Unpack[OpenOptions],
     ) -> Engine: ...
 
     @overload
@@ -94,11 +110,8 @@ class Engine(Workspace):
         cls,
         directory: str | os.PathLike[str] = ".",
         *,
-        data_dir_path: str | os.PathLike[str] | None = None,
-        max_new_file_size: int = DEFAULT_MAX_NEW_FILE_SIZE,
-        max_files: int | None = DEFAULT_MAX_FILES,
         create: bool,
-        resident: Resident | None = None,
+        **options: Unpack[OpenOptions],
     ) -> Engine | None: ...
 
     @classmethod
@@ -106,32 +119,36 @@ class Engine(Workspace):
         cls,
         directory: str | os.PathLike[str] = ".",
         *,
-        data_dir_path: str | os.PathLike[str] | None = None,
-        max_new_file_size: int = DEFAULT_MAX_NEW_FILE_SIZE,
-        max_files: int | None = DEFAULT_MAX_FILES,
         create: bool = True,
-        resident: Resident | None = None,
+        **options: Unpack[OpenOptions],
     ) -> Engine | None:
-        """Open the store of the worktree containing ``directory``.
+        """Open the store of the worktree containing ``directory``, as ``options`` say
+        (``OpenOptions``: the data directory, the capture's limits, a resident).
 
         Creates the store on first use, so with the default ``create=True``
         the result is always an engine. With ``create=False`` it is None when
         no snapshot was ever taken there. Raises NotAWorktree outside git.
-        ``resident``: a long-lived process's watchers and caches (the hook server's).
         """
+        unknown = options.keys() - OpenOptions.__optional_keys__
+        if unknown:  # a misspelt option is an error, as it would be with named parameters
+            raise TypeError(f"Engine.open() got unexpected options: {', '.join(sorted(unknown))}")
         worktree = find_worktree(directory)
         notes: list[str] = []
         store = Store.open(
-            data_dir(data_dir_path),
+            data_dir(options.get("data_dir_path")),
             worktree,
             create=create,
             recover=lambda store: _finish_restore(store, notes),
-            resident=resident,
+            resident=options.get("resident"),
         )
         if store is None:
             return None
-        options = CaptureOptions.for_store(store.root, max_new_file_size, max_files)
-        engine = cls(worktree, store, options)
+        capture = CaptureOptions.for_store(
+            store.root,
+            options.get("max_new_file_size", DEFAULT_MAX_NEW_FILE_SIZE),
+            options.get("max_files", DEFAULT_MAX_FILES),
+        )
+        engine = cls(worktree, store, capture)
         engine.recovered = notes[0] if notes else None
         return engine
 
@@ -215,7 +232,7 @@ class Engine(Workspace):
 
     # -- restoring (each one undoable: SPEC §5) ------------------------------------------
 
-    def undo(self, session_id: str, *, force: bool = False, dry_run: bool = False) -> RestoreReport:
+    def undo(self, session_id: str, **how: Unpack[RestoreOptions]) -> RestoreReport:
         """Revert the session's newest checkpoint (a turn with its tools).
 
         Conflict when a file it would touch changed since, unless ``force``;
@@ -223,21 +240,21 @@ class Engine(Workspace):
         """
         from snapshotter.history.undo import undo_last
 
-        return undo_last(self, session_id, force=force, dry_run=dry_run)
+        return undo_last(self, session_id, **how)
 
-    def redo(self, session_id: str, *, force: bool = False, dry_run: bool = False) -> RestoreReport:
+    def redo(self, session_id: str, **how: Unpack[RestoreOptions]) -> RestoreReport:
         """Put back exactly what the session's last undo, reset or restore took away."""
         from snapshotter.history.undo import redo
 
-        return redo(self, session_id, force=force, dry_run=dry_run)
+        return redo(self, session_id, **how)
 
     def reset(
-        self, session_id: str, keep: int | None, *, force: bool = False, dry_run: bool = False
+        self, session_id: str, keep: int | None, **how: Unpack[RestoreOptions]
     ) -> RestoreReport:
         """Revert every checkpoint of the session after ``keep`` (None: all of them)."""
         from snapshotter.history.undo import reset
 
-        return reset(self, session_id, keep, force=force, dry_run=dry_run)
+        return reset(self, session_id, keep, **how)
 
     def restore_files(
         self,
@@ -246,8 +263,7 @@ class Engine(Workspace):
         paths: list[str],
         *,
         after: bool = False,
-        force: bool = False,
-        dry_run: bool = False,
+        **how: Unpack[RestoreOptions],
     ) -> RestoreReport:
         """Put worktree ``paths`` back as they were before checkpoint ``checkpoint_id``
         (``after``: after it); a directory takes the files below it. Part of an undo,
@@ -255,9 +271,7 @@ class Engine(Workspace):
         puts everything back."""
         from snapshotter.history.undo import restore_files
 
-        return restore_files(
-            self, session_id, checkpoint_id, paths, after=after, force=force, dry_run=dry_run
-        )
+        return restore_files(self, session_id, checkpoint_id, paths, after=after, **how)
 
     # -- keeping the store small ---------------------------------------------------------
 
@@ -290,21 +304,9 @@ def _finish_restore(store: Store, notes: list[str]) -> None:
             notes.append(note)
 
 
-def open_existing(
-    directory: str | os.PathLike[str],
-    *,
-    data_dir_path: str | os.PathLike[str] | None = None,
-    max_new_file_size: int = DEFAULT_MAX_NEW_FILE_SIZE,
-    resident: Resident | None = None,
-) -> Engine:
+def open_existing(directory: str | os.PathLike[str], **options: Unpack[OpenOptions]) -> Engine:
     """The engine of a worktree that already has snapshots; NothingToDo otherwise."""
-    engine = Engine.open(
-        directory,
-        data_dir_path=data_dir_path,
-        create=False,
-        max_new_file_size=max_new_file_size,
-        resident=resident,
-    )
+    engine = Engine.open(directory, create=False, **options)
     if engine is None:
         raise NothingToDo("no snapshots recorded for this worktree yet")
     return engine

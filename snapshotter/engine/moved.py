@@ -3,19 +3,18 @@
 A store is found by its worktree's path, so such history is not found by
 opening the worktree. Here a command finds it, and says how to get it back
 (``open_or_locate``), attaches it to the new path (``adopt``) or writes its
-files back (``recover``); history/moved.py does the work.
+files back (``recover``, history/moved.py's own); history/moved.py does the work.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from snapshotter.engine import Engine, open_existing
 from snapshotter.errors import NotAWorktree, NothingToDo, WorktreeGone, WorktreeMoved
 from snapshotter.git.worktree import find_worktree
 from snapshotter.history import moved
-from snapshotter.history.moved import Found, Recovered
+from snapshotter.history.moved import Found, Recovered, recover
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -61,17 +60,3 @@ def adopt(data_dir: Path, directory: str, old_path: str | None) -> tuple[Path, F
     looks like this one. Returns the old path and the store (history/moved.py ``adopt``).
     """
     return moved.adopt(data_dir, find_worktree(directory), old_path)
-
-
-def recover(
-    data_dir: Path,
-    directory: str | os.PathLike[str],
-    checkpoint_id: int | None = None,
-    *,
-    before: bool = False,
-    dry_run: bool = False,
-) -> Recovered:
-    """Write back the files of the newest snapshot (or of checkpoint ``checkpoint_id``;
-    ``before``: as before it) of the store recorded for ``directory``, which needs no
-    ``.git``. Never removes a file, nor overwrites one whose bytes the store lacks."""
-    return moved.recover(data_dir, directory, checkpoint_id, before=before, dry_run=dry_run)

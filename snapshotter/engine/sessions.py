@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from snapshotter.engine import Engine
+from snapshotter.engine import Engine, OpenOptions
 from snapshotter.history import sessions
 
 TYPE_CHECKING = False
@@ -36,23 +36,17 @@ def open_session(
     """
     kept = sessions.kept_dir(data_dir, session_id)
     directory = kept or sessions.first_dir(cwd, project_dir)
-    engine = Engine.open(
-        directory,
+    options = OpenOptions(
         data_dir_path=data_dir,
         max_new_file_size=max_new_file_size,
         max_files=max_files,
         resident=resident,
     )
+    engine = Engine.open(directory, **options)
     if kept is None:
         winner = sessions.claim(data_dir, session_id, directory)
         if winner != directory:  # another process's first event came first
-            engine = Engine.open(
-                winner,
-                data_dir_path=data_dir,
-                max_new_file_size=max_new_file_size,
-                max_files=max_files,
-                resident=resident,
-            )
+            engine = Engine.open(winner, **options)
     return engine
 
 

@@ -4,7 +4,7 @@ Each field's annotation says how its value is read and written: ``str``,
 ``int``, ``bool``, ``X | None``, ``list[X]``, ``dict[K, V]`` (an object),
 ``tuple[...]`` (an array of that length), ``Literal[...]`` (one of its values,
 of the same JSON type), another dataclass (an object of its fields), and
-``Name``: a worktree path, written in ``names.encode``'s form (JSON cannot hold
+``names.Name``: a worktree path, written in ``names.encode``'s form (JSON cannot hold
 the lone surrogates an undecodable name has in memory). So adding a field to
 a class is the whole edit: reading and writing it follow from its annotation.
 
@@ -31,22 +31,11 @@ import typing
 from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
 from snapshotter import names
+from snapshotter.names import NAME
 
 T = TypeVar("T")
 Read = typing.Callable[[Any], Any]
 F = TypeVar("F", bound=typing.Callable[[Any], Any])
-
-
-class _NameMark:
-    """``Annotated`` metadata: this ``str`` is a worktree path (see ``Name``)."""
-
-    def __repr__(self) -> str:
-        return "NAME"
-
-
-NAME = _NameMark()
-# A worktree path: the os.fsdecode'd name in memory, names.encode's form in JSON.
-Name = Annotated[str, NAME]
 
 
 class Odd(Exception):

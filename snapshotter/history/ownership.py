@@ -10,8 +10,9 @@ sibling's, claims it first.
 
 from __future__ import annotations
 
+from snapshotter.checkpoints import Change
 from snapshotter.config import Kind
-from snapshotter.history.records import Change, Mark, State
+from snapshotter.history.records import Mark, State
 from snapshotter.store.capture import Capture
 from snapshotter.store.workspace import Workspace
 

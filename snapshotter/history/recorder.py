@@ -12,11 +12,12 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import replace
 
+from snapshotter.checkpoints import Change, Record
 from snapshotter.config import Kind, now_iso
 from snapshotter.errors import StoreError, UnsafePath
 from snapshotter.history import labels
 from snapshotter.history.ownership import owned
-from snapshotter.history.records import MAX_PENDING_TOOLS, Change, Mark, Record, State
+from snapshotter.history.records import MAX_PENDING_TOOLS, Mark, State
 from snapshotter.history.settle import settle
 from snapshotter.history.state_file import editing, load
 from snapshotter.store.capture import Capture

@@ -1,8 +1,9 @@
 """The state's records: checkpoints, pending spans, redo stacks, a restore's journal.
 
-These dataclasses are state.json's one definition: ``codec`` derives the
-document's JSON from their fields (a ``Name`` field is a worktree path) and
-``state_file`` loads and saves it. Adding a field here is the whole edit.
+These dataclasses, with ``checkpoints``' (the checkpoints themselves, which
+the API's models share), are state.json's one definition: ``codec`` derives
+the document's JSON from their fields (a ``Name`` field is a worktree path)
+and ``state_file`` loads and saves it. Adding a field here is the whole edit.
 Session ids are only keys in the document, never parts of a path.
 """
 
@@ -11,71 +12,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from snapshotter.config import Kind, Status, now_iso
-from snapshotter.history.codec import Name
+from snapshotter.checkpoints import Record, Skipped
+from snapshotter.config import now_iso
+from snapshotter.names import Name
 from snapshotter.store.skips import Why
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from snapshotter.models import Checkpoint
     from snapshotter.store.capture import Capture
 
 MAX_PENDING_TOOLS = 64
 
 RedoOp = Literal["undo", "reset", "restore"]
 JournalOp = Literal["undo", "redo", "reset", "restore"]
-
-
-@dataclass(frozen=True)
-class Change:
-    """One file a checkpoint changed (``models.FileChange``'s values)."""
-
-    path: Name
-    status: Status
-
-
-@dataclass(frozen=True)
-class Skipped:
-    """A file a snapshot left out (``models.SkippedFile``'s values)."""
-
-    path: Name
-    reason: str
-
-
-@dataclass(kw_only=True)
-class Record:
-    """A checkpoint: one span in which files changed, undoable as a whole (SPEC §4).
-
-    ``before`` and ``after`` are tree ids in the shadow store; ``parent`` is the
-    turn a tool checkpoint belongs to. ``to_model`` gives the API's ``Checkpoint``.
-    """
-
-    id: int
-    session_id: str
-    kind: Kind
-    label: str
-    created_at: str = field(default_factory=now_iso)
-    before: str
-    after: str
-    files: list[Change]
-    skipped: list[Skipped] = field(default_factory=list)
-    undone: bool = False
-    parent: int | None = None
-    # Worktree paths the tool's input named (``file_path``, ``path``, ...): such a
-    # file belongs to this tool and its session, whoever else was running (SPEC §4).
-    named_paths: list[Name] = field(default_factory=list)
-    # The raw values behind ``label`` (issue 15): what the user asked, why the
-    # turn ended, which tool ran and the shell command it was given.
-    prompt: str | None = None
-    reason: str | None = None
-    tool_name: str | None = None
-    command: str | None = None
-
-    def to_model(self) -> Checkpoint:
-        """The API's ``Checkpoint`` of this record (read from its attributes, field by field)."""
-        from snapshotter.models import Checkpoint
-
-        return Checkpoint.model_validate(self, from_attributes=True)
 
 
 @dataclass(kw_only=True)

@@ -13,8 +13,9 @@ import stat
 from dataclasses import replace
 from pathlib import Path
 
+from snapshotter.checkpoints import Change
 from snapshotter.fileio import lstat_within
-from snapshotter.history.records import Change, Mark
+from snapshotter.history.records import Mark
 from snapshotter.store.capture import Capture
 from snapshotter.store.shadow import Store
 from snapshotter.store.skips import Skip, Why

@@ -17,10 +17,11 @@ import time
 from collections import defaultdict
 from dataclasses import replace
 
+from snapshotter.checkpoints import Record
 from snapshotter.errors import NotFound, NothingToDo, StoreError
 from snapshotter.history import journal
 from snapshotter.history.conflicts import refuse_changed
-from snapshotter.history.records import Mark, Record, RedoEntry, State
+from snapshotter.history.records import Mark, RedoEntry, State
 from snapshotter.history.state_file import editing
 from snapshotter.models import RestoreReport
 from snapshotter.store.capture import Capture

@@ -12,15 +12,16 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
+from snapshotter.checkpoints import Record
 from snapshotter.config import (
     DEFAULT_MAX_FILES,
     DEFAULT_MAX_NEW_FILE_SIZE,
     data_dir,
     parse_size,
 )
-from snapshotter.engine import Engine, Record, open_existing
+from snapshotter.engine import Engine, RestoreOptions, open_existing
 from snapshotter.engine.sessions import first_stop, open_session
 from snapshotter.errors import BadInput, NotAWorktree, NothingToDo, SnapshotterError
 from snapshotter.hooks import events as ev
@@ -283,38 +284,32 @@ class SnapshotController:
         self,
         cwd: str | os.PathLike[str],
         session_id: str | None = None,
-        *,
-        force: bool = False,
-        dry_run: bool = False,
+        **how: Unpack[RestoreOptions],
     ) -> RestoreReport:
         """Revert the session's newest checkpoint (``Engine.undo``)."""
         engine = self._engine(cwd)
-        return engine.undo(self._session(engine, session_id), force=force, dry_run=dry_run)
+        return engine.undo(self._session(engine, session_id), **how)
 
     def redo(
         self,
         cwd: str | os.PathLike[str],
         session_id: str | None = None,
-        *,
-        force: bool = False,
-        dry_run: bool = False,
+        **how: Unpack[RestoreOptions],
     ) -> RestoreReport:
         """Put back what the session's last undo or reset took away (``Engine.redo``)."""
         engine = self._engine(cwd)
-        return engine.redo(self._session(engine, session_id), force=force, dry_run=dry_run)
+        return engine.redo(self._session(engine, session_id), **how)
 
     def reset(
         self,
         cwd: str | os.PathLike[str],
         keep: int | None = None,
         session_id: str | None = None,
-        *,
-        force: bool = False,
-        dry_run: bool = False,
+        **how: Unpack[RestoreOptions],
     ) -> RestoreReport:
         """Revert every checkpoint after ``keep``; ``keep=None`` goes back to the original."""
         engine = self._engine(cwd)
-        return engine.reset(self._session(engine, session_id), keep, force=force, dry_run=dry_run)
+        return engine.reset(self._session(engine, session_id), keep, **how)
 
     def auto_inject(self, config: HooksConfig | dict[str, Any] | None) -> HooksConfig:
         """Add the builtin where ``settings: snapshot: true`` would (idempotent)."""

@@ -19,7 +19,14 @@ from snapshotter.hooks.dialects.codex import PATCH_BEGIN, patch_paths
 TYPE_CHECKING = False  # typing costs the hook process milliseconds it need not pay
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any
+    from typing import Any, Protocol
+
+    class _Fields(Protocol):
+        """The fields ``Reading`` reads."""
+
+        cwd: str
+        hook_event_name: str
+        tool_input: dict[str, Any] | None
 
 
 SESSION_START = "session_start"
@@ -64,37 +71,44 @@ def without_lone_surrogates(value: str) -> str:
     return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
 
-def command_of(tool_input: dict[str, Any] | None) -> str | None:
-    """A shell tool's command (Claude Code's Bash ``command``, docker-agent's ``cmd``)."""
-    data = tool_input or {}
-    found = data.get("command", data.get("cmd"))
-    return found if isinstance(found, str) and found.strip() else None
+class Reading:
+    """What the builtin reads of an event beyond its fields, the same for ``Event``
+    and ``wire.HookInput`` (each has the fields ``_Fields`` names)."""
+
+    @property
+    def event(self: _Fields) -> str:
+        return self.hook_event_name
+
+    def command(self: _Fields) -> str | None:
+        """A shell tool's command (Claude Code's Bash ``command``, docker-agent's ``cmd``)."""
+        data = self.tool_input or {}
+        found = data.get("command", data.get("cmd"))
+        return found if isinstance(found, str) and found.strip() else None
+
+    def named_paths(self: _Fields) -> list[str]:
+        """Absolute paths the tool's input names as the files it writes.
+
+        Claude Code's Write/Edit/MultiEdit say ``file_path`` (NotebookEdit
+        ``notebook_path``), docker-agent's file tools ``path`` or ``paths``,
+        Gemini CLI's ``file_path``, Codex's ``apply_patch`` its patch text's file
+        lines (both sides of a move); relative ones are relative to the event's ``cwd``.
+        """
+        data = self.tool_input or {}
+        named: list[Any] = [data.get(key) for key in PATH_KEYS]
+        if isinstance(data.get("paths"), list):
+            named.extend(data["paths"])
+        for key in ("command", "input", "patch"):  # Codex's apply_patch: the patch text
+            text = data.get(key)
+            if isinstance(text, str) and text.lstrip().startswith(PATCH_BEGIN):
+                named.extend(patch_paths(text))
+        return [
+            os.path.normpath(os.path.join(self.cwd, p))
+            for p in named
+            if isinstance(p, str) and p and "\0" not in p
+        ]
 
 
-def named_paths_of(tool_input: dict[str, Any] | None, cwd: str) -> list[str]:
-    """Absolute paths the tool's input names as the files it writes.
-
-    Claude Code's Write/Edit/MultiEdit say ``file_path`` (NotebookEdit
-    ``notebook_path``), docker-agent's file tools ``path`` or ``paths``,
-    Gemini CLI's ``file_path``, Codex's ``apply_patch`` its patch text's file
-    lines (both sides of a move); relative ones are relative to the event's ``cwd``.
-    """
-    data = tool_input or {}
-    named: list[Any] = [data.get(key) for key in PATH_KEYS]
-    if isinstance(data.get("paths"), list):
-        named.extend(data["paths"])
-    for key in ("command", "input", "patch"):  # Codex's apply_patch: the patch text
-        text = data.get(key)
-        if isinstance(text, str) and text.lstrip().startswith(PATCH_BEGIN):
-            named.extend(patch_paths(text))
-    return [
-        os.path.normpath(os.path.join(cwd, p))
-        for p in named
-        if isinstance(p, str) and p and "\0" not in p
-    ]
-
-
-class Event:
+class Event(Reading):
     """One event as the snapshot builtin reads it: the fields it uses, checked, and no other.
 
     The annotations below are the one definition of what ``snapshotter hook``
@@ -146,16 +160,6 @@ class Event:
             more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
             raise BadInput(f"hook input has wrong types: {'; '.join(errors[:3])}{more}")
         return cls(fields)
-
-    @property
-    def event(self) -> str:
-        return self.hook_event_name
-
-    def command(self) -> str | None:
-        return command_of(self.tool_input)
-
-    def named_paths(self) -> list[str]:
-        return named_paths_of(self.tool_input, self.cwd)
 
 
 # An annotation of ``Event``: the JSON types it takes, its default, and what

@@ -11,10 +11,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from snapshotter.hooks.events import CLEAN, command_of, named_paths_of
+from snapshotter.hooks.events import CLEAN, Reading
 
 
-class HookInput(BaseModel):
+class HookInput(BaseModel, Reading):
     """One event, as docker-agent sends it on stdin; unknown fields are ignored."""
 
     model_config = ConfigDict(extra="ignore")
@@ -60,18 +60,6 @@ class HookInput(BaseModel):
     def _as_the_hook_reads_it(cls, value: str, info: ValidationInfo) -> str:
         """The builtin's fields cleaned as ``snapshotter hook`` cleans them (``events.CLEAN``)."""
         return CLEAN[info.field_name or ""](value)
-
-    @property
-    def event(self) -> str:
-        return self.hook_event_name
-
-    def command(self) -> str | None:
-        """A shell tool's command (see ``events.command_of``)."""
-        return command_of(self.tool_input)
-
-    def named_paths(self) -> list[str]:
-        """Absolute paths the tool's input names (see ``events.named_paths_of``)."""
-        return named_paths_of(self.tool_input, self.cwd)
 
 
 # Answers are read only by a runtime's executor (registry.py), never by

@@ -125,7 +125,7 @@ def provider_config(home: Path) -> None:
 
 
 TRUST_MARK = "# -- project and hook trust (trust_hooks rewrites from here) --\n"
-# What ``snapshotter init codex --trust`` writes before its tables (agent_setup.trust_codex).
+# What ``snapshotter init codex --trust`` writes before its tables (agent_setup/codex_trust.py).
 INIT_TRUST_MARK = "# trusted by snapshotter init codex --trust\n"
 
 

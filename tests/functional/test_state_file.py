@@ -22,10 +22,11 @@ from typing import Any, Literal
 import pytest
 from builders import event, hook_in_process, make_repo, store_root, write
 
+from snapshotter.checkpoints import Change, Record, Skipped
 from snapshotter.errors import StoreError
 from snapshotter.history import codec, state_file
-from snapshotter.history.codec import Name
-from snapshotter.history.records import Change, Mark, Record, RedoEntry, Restoring, Skipped, State
+from snapshotter.history.records import Mark, RedoEntry, Restoring, State
+from snapshotter.names import Name
 
 UNDECODABLE = os.fsdecode(b"caf\xe9.txt")  # not UTF-8: kept in git's quoted form in JSON
 

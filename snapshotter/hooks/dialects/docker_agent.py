@@ -8,14 +8,18 @@ DIALECT = Dialect(
     name="docker-agent",
     title="docker-agent",
     named_in_command=False,  # (its names are the default)
+    # Each event is ours by its own name; ``user_prompt_submit`` is read for the turn's label.
     events={
-        "session_start": "session_start",
-        "user_prompt_submit": "user_prompt_submit",  # read for the turn's label
-        "turn_start": "turn_start",
-        "pre_tool_use": "pre_tool_use",
-        "post_tool_use": "post_tool_use",
-        "turn_end": "turn_end",
-        "session_end": "session_end",
+        name: name
+        for name in (
+            "session_start",
+            "user_prompt_submit",
+            "turn_start",
+            "pre_tool_use",
+            "post_tool_use",
+            "turn_end",
+            "session_end",
+        )
     },
     matchers=frozenset(("pre_tool_use", "post_tool_use")),
     ignored=frozenset(

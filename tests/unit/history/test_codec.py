@@ -15,7 +15,8 @@ from typing import Any, Literal
 import pytest
 
 from snapshotter.history import codec
-from snapshotter.history.codec import Name, Odd
+from snapshotter.history.codec import Odd
+from snapshotter.names import Name
 
 UNDECODABLE = os.fsdecode(b"caf\xe9.txt")
 

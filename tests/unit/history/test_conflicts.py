@@ -9,9 +9,10 @@ from typing import cast
 
 import pytest
 
+from snapshotter.checkpoints import Change, Record
 from snapshotter.errors import Conflict
 from snapshotter.history.conflicts import refuse_changed
-from snapshotter.history.records import Change, Record, RedoEntry, State
+from snapshotter.history.records import RedoEntry, State
 from snapshotter.store.workspace import Workspace
 
 TREES = {

@@ -2,15 +2,8 @@
 
 from __future__ import annotations
 
-from snapshotter.history.records import (
-    Change,
-    Mark,
-    Record,
-    RedoEntry,
-    Restoring,
-    Skipped,
-    State,
-)
+from snapshotter.checkpoints import Change, Record, Skipped
+from snapshotter.history.records import Mark, RedoEntry, Restoring, State
 from snapshotter.store.capture import Capture
 from snapshotter.store.skips import Skip, Why
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from snapshotter.history.records import Record, RedoEntry, SessionState, State
+from snapshotter.checkpoints import Record
+from snapshotter.history.records import RedoEntry, SessionState, State
 from snapshotter.history.retention import (
     Policy,
     apply_age_and_count,

@@ -81,11 +81,11 @@ def test_our_event_name_maps_every_runtimes_names() -> None:
 
 
 def test_command_of_reads_either_spelling_and_skips_blank() -> None:
-    assert events.command_of({"command": "ls"}) == "ls"
-    assert events.command_of({"cmd": "make"}) == "make"
-    assert events.command_of({"command": "   "}) is None
-    assert events.command_of({"command": ["ls"]}) is None
-    assert events.command_of(None) is None
+    assert _tool({"command": "ls"}).command() == "ls"
+    assert _tool({"cmd": "make"}).command() == "make"
+    assert _tool({"command": "   "}).command() is None
+    assert _tool({"command": ["ls"]}).command() is None
+    assert _tool(None).command() is None
 
 
 def test_named_paths_are_absolute_and_normalized() -> None:
@@ -95,14 +95,14 @@ def test_named_paths_are_absolute_and_normalized() -> None:
         "path": "",
         "paths": ["b", 3, "c\0d", "/e"],
     }
-    assert events.named_paths_of(tool_input, "/repo/sub") == [
+    assert _named(tool_input, "/repo/sub") == [
         "/repo/x/a.py",
         "/abs/n.ipynb",
         "/repo/sub/b",
         "/e",
     ]
-    assert events.named_paths_of(None, "/r") == []
-    assert events.named_paths_of({"paths": "not-a-list"}, "/r") == []
+    assert _named(None, "/r") == []
+    assert _named({"paths": "not-a-list"}, "/r") == []
 
 
 def test_an_apply_patch_names_every_file_it_writes() -> None:
@@ -118,11 +118,23 @@ def test_an_apply_patch_names_every_file_it_writes() -> None:
         ]
     )
     for key in ("command", "input", "patch"):
-        assert events.named_paths_of({key: "  " + patch}, "/r") == [
+        assert _named({key: "  " + patch}, "/r") == [
             "/r/a.txt",
             "/r/new.txt",
             "/r/d.txt",
             "/r/m.txt",
             "/r/n.txt",
         ]
-    assert events.named_paths_of({"command": "echo '*** Add File: x'"}, "/r") == []
+    assert _named({"command": "echo '*** Add File: x'"}, "/r") == []
+
+
+def _tool(tool_input: object, cwd: str = "/r") -> events.Event:
+    """An event whose tool input is ``tool_input`` (None: no input at all)."""
+    fields: dict[str, Any] = {"hook_event_name": "post_tool", "session_id": "s", "cwd": cwd}
+    if tool_input is not None:
+        fields["tool_input"] = tool_input
+    return events.Event(fields)
+
+
+def _named(tool_input: object, cwd: str) -> list[str]:
+    return _tool(tool_input, cwd).named_paths()
