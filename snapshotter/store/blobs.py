@@ -46,7 +46,7 @@ def put_file(objects: ObjectDB, path: str) -> ObjectId:
     """Write a regular file's blob (see ``put``); its raw id."""
 
     # Non-blocking and never through a link: a FIFO put there must not hang us.
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     with open(fd, "rb", buffering=0) as f:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
