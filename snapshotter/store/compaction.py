@@ -114,7 +114,7 @@ def only_gc(store: StoreLike, *, wait: bool) -> Iterator[bool]:
     lock = file_lock(store.root / "gc.lock", timeout=-1 if wait else 0)
     try:
         lock.acquire()
-    except TimeoutError:  # filelock.Timeout is one
+    except TimeoutError:  # layout.LockTimeout (filelock.Timeout where there is no flock)
         yield False
         return
     try:

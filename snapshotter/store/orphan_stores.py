@@ -14,7 +14,7 @@ import shutil
 import time
 from pathlib import Path
 
-from snapshotter.store.layout import all_store_roots
+from snapshotter.store.layout import all_store_roots, file_lock
 
 
 def drop_orphan_stores(data_dir: Path, max_age_days: float, *, dry_run: bool = False) -> list[Path]:
@@ -66,15 +66,13 @@ def _drop_store(root: Path) -> bool:
     killed delete never leaves a half store that looks like a real one."""
     import secrets
 
-    import filelock
-
     try:
-        with filelock.FileLock(str(root / "lock"), timeout=5.0):
+        with file_lock(root / "lock", timeout=5.0):
             if _worktree_present(root) is not False:
                 return False  # the worktree came back meanwhile
             trash = root.with_name(f".dropped-{root.name}-{secrets.token_hex(4)}")
             os.rename(root, trash)
-    except (OSError, filelock.Timeout):
+    except OSError:  # the lock's timeout is one
         return False
     shutil.rmtree(trash, ignore_errors=True)
     return True

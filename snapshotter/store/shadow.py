@@ -104,7 +104,7 @@ class Store:
                 store._init_repo()
                 if recover is not None:
                     recover(store)
-        except OSError as exc:  # read-only data dir, lock timeout (filelock's is an OSError)
+        except OSError as exc:  # read-only data dir, lock timeout (an OSError too)
             why = exc.strerror or str(exc)
             raise StoreError(f"cannot lock the store {root}: {why}") from exc
         return store

@@ -36,6 +36,8 @@ NOT_FOR_CAPTURE = (
     "snapshotter.store.resident",
     "snapshotter.store.watch",
     "snapshotter.store.remote",
+    # The store's lock is an flock of our own: filelock only where there is no flock.
+    "filelock",
 )
 # pydantic and our modules that import it: the API's models and the hook's wire models.
 PYDANTIC = ("pydantic", "pydantic_core", "snapshotter.models", "snapshotter.hooks.wire")
