@@ -232,10 +232,18 @@ def _read_exact(conn: _socket.socket, size: int) -> bytes:
 
 
 def read_line(conn: _socket.socket) -> bytes:
+    """One line, newline included (what came before the end, if the peer closed first).
+
+    Never reads past the newline: a server may send two lines in one write
+    ("pid N", then "exit 0" of a command that ended at once), and the second
+    must be there for the next call.
+    """
     data = b""
-    while not data.endswith(b"\n"):
-        chunk = conn.recv(4096)
-        if not chunk:
-            break
-        data += chunk
-    return data
+    while True:
+        ahead = conn.recv(4096, _socket.MSG_PEEK)
+        if not ahead:
+            return data
+        end = ahead.find(b"\n")
+        data += conn.recv(len(ahead) if end < 0 else end + 1)
+        if data.endswith(b"\n"):
+            return data
