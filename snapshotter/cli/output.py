@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from snapshotter.models import Checkpoint, RestoreReport
 from snapshotter.names import display, encode
 
 if TYPE_CHECKING:
     from snapshotter.engine.maintenance import GcReport
     from snapshotter.engine.moved import Recovered
+    from snapshotter.models import Checkpoint, RestoreReport
 
 # Where stdout cannot encode them (PYTHONIOENCODING=latin-1), use_ascii() swaps these.
 NESTED = "└ "
