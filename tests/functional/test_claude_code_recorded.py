@@ -25,6 +25,11 @@ from typing import Any
 import pytest
 from builders import cli_ok, files_of, hook_ok, listed, make_repo
 
+# Hooks run as a runtime runs them by default: each event's `snapshotter hook`
+# process hands it to the hook server (hooks/server.py), which also runs the
+# commands; the rest of the suite covers hooks that handle their event alone.
+pytestmark = pytest.mark.usefixtures("server_socket")
+
 FIXTURE = Path(__file__).parents[2] / "fixtures" / "claude-code" / "session.json"
 REPO = {"f.txt": "f as committed\n", "g.txt": "g as committed\n", "b.txt": "b as committed\n"}
 

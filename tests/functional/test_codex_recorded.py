@@ -24,6 +24,11 @@ from test_claude_code_recorded import substitute
 
 from snapshotter.cli.replay import apply_edits
 
+# Hooks run as a runtime runs them by default: each event's `snapshotter hook`
+# process hands it to the hook server (hooks/server.py), which also runs the
+# commands; the rest of the suite covers hooks that handle their event alone.
+pytestmark = pytest.mark.usefixtures("server_socket")
+
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "sessions" / "codex"
 PATCHED = ["d.txt", "g.txt", "m.txt", "moved.txt", "new.txt"]
 

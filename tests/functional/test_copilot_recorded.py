@@ -28,6 +28,11 @@ import pytest
 from builders import cli_ok, files_of, hook_ok, listed, make_repo, worktree_bytes
 from test_claude_code_recorded import substitute
 
+# Hooks run as a runtime runs them by default: each event's `snapshotter hook`
+# process hands it to the hook server (hooks/server.py), which also runs the
+# commands; the rest of the suite covers hooks that handle their event alone.
+pytestmark = pytest.mark.usefixtures("server_socket")
+
 FIXTURE = Path(__file__).parents[2] / "fixtures" / "sessions" / "copilot" / "session.json"
 REPO = {"a.txt": "a as committed\n", "b.txt": "b as committed\n", "f.txt": "f as committed\n"}
 # The tree after turn 1 and after turn 2 (which checks f.txt out again).

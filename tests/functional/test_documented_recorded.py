@@ -15,8 +15,14 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 from builders import hook_ok, listed, make_repo, run_cli
 from test_claude_code_recorded import substitute
+
+# Hooks run as a runtime runs them by default: each event's `snapshotter hook`
+# process hands it to the hook server (hooks/server.py), which also runs the
+# commands; the rest of the suite covers hooks that handle their event alone.
+pytestmark = pytest.mark.usefixtures("server_socket")
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "sessions"
 

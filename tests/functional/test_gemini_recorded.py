@@ -25,6 +25,11 @@ import pytest
 from builders import cli_ok, edit_files, files_of, hook_ok, listed, make_repo
 from test_claude_code_recorded import REPO, substitute
 
+# Hooks run as a runtime runs them by default: each event's `snapshotter hook`
+# process hands it to the hook server (hooks/server.py), which also runs the
+# commands; the rest of the suite covers hooks that handle their event alone.
+pytestmark = pytest.mark.usefixtures("server_socket")
+
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "sessions" / "gemini"
 # The events ``snapshotter init gemini`` wires.
 WIRED = {"SessionStart", "BeforeAgent", "BeforeTool", "AfterTool", "AfterAgent", "SessionEnd"}

@@ -20,6 +20,11 @@ from typing import Any
 import pytest
 from builders import listed, make_repo, run_cli, write
 
+# Hooks run as a runtime runs them by default: each event's `snapshotter hook`
+# process hands it to the hook server (hooks/server.py), which also runs the
+# commands; the rest of the suite covers hooks that handle their event alone.
+pytestmark = pytest.mark.usefixtures("server_socket")
+
 S = "sess-init"
 Payload = Callable[[Path, str], dict[str, Any]]
 

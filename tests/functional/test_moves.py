@@ -17,7 +17,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from builders import claude_event, files_of, hook_ok, listed, make_repo, run_cli, write
+
+# Hooks run as a runtime runs them by default: each event's `snapshotter hook`
+# process hands it to the hook server (hooks/server.py), which also runs the
+# commands; the rest of the suite covers hooks that handle their event alone.
+pytestmark = pytest.mark.usefixtures("server_socket")
 
 SRC = {"src/app.py": "print('hi')\n", "src/util.py": "X = 1\n", "src/data/table.csv": "a,b\n1,2\n"}
 GEN = {"gen/out.py": "GENERATED = True\n", "gen/sub/schema.json": '{"v": 1}\n'}

@@ -20,6 +20,11 @@ from builders import fast_and_full, files_of, hook_ok, listed, load_state, run_c
 
 from snapshotter.logfile import log_path
 
+# Hooks run as a runtime runs them by default: each event's `snapshotter hook`
+# process hands it to the hook server (hooks/server.py), which also runs the
+# commands; the rest of the suite covers hooks that handle their event alone.
+pytestmark = pytest.mark.usefixtures("server_socket")
+
 
 def hook(
     data_dir: Path, event: dict[str, Any], env: dict[str, str] | None = None, *args: str

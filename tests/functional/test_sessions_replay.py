@@ -23,6 +23,11 @@ from snapshotter.hooks.wire import HookInput
 from snapshotter.logfile import log_path
 from snapshotter.models import Checkpoint
 
+# Hooks run as a runtime runs them by default: each event's `snapshotter hook`
+# process hands it to the hook server (hooks/server.py), which also runs the
+# commands; the rest of the suite covers hooks that handle their event alone.
+pytestmark = pytest.mark.usefixtures("server_socket")
+
 SESSIONS = replay.session_names()
 
 COMPARED = {
