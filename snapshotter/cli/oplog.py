@@ -68,4 +68,4 @@ def _line(op: Operation, now: datetime) -> str:
     if op.redo is not None:
         named = ", ".join(str(i) for i in op.redo["checkpoints"])
         redo = f"reverse the {op.redo['op']}" + (f" of {named}" if named else "")
-    return f"{when:<22}  {op.by:<5}  {op.op:<9}  {ids:<12}  {op.paths:>5}  {redo}"
+    return f"{when:<26}  {op.by:<5}  {op.op:<9}  {ids:<12}  {op.paths:>5}  {redo}"
