@@ -82,8 +82,8 @@ def init(
     command = hook_command()
     notes: list[str] = []
     setups = []
-    if mcp and agent not in mcp_config.MCP_AGENTS:
-        raise click.UsageError(f"--mcp is for {', '.join(mcp_config.MCP_AGENTS)}")
+    if mcp:
+        mcp_config.refuse(agent, command, global_=global_)
     if agent == "docker-agent":
         if agent_file is None:
             click.echo(docker_agent.block(command=command), nl=False)
@@ -100,6 +100,7 @@ def init(
         if mcp:
             own = mcp_config.own_file(agent, project, command, global_=global_, dry_run=dry_run)
             setups += [own] if own is not None else []
+            notes += [mcp_config.NOTES[agent]] if agent in mcp_config.NOTES else []
         if trust and agent != "codex":
             raise click.UsageError("--trust is for codex")
         if trust and not dry_run:

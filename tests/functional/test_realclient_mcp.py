@@ -190,8 +190,8 @@ def _record(claude: str, hooks: Path, sent: Path, answered: Path, root: Path, ho
     """The client's messages must have the recorded shape; with
     ``SNAPSHOTTER_RECORD_FIXTURES=1`` they become the fixture, with the hook payloads
     (each Bash PreToolUse followed by its command) the replay records history from."""
-    steps = anonymised(read_payloads(hooks), root, home)
-    steps = [s for e in steps for s in [{"event": e}, *_shell(e)]]
+    events = anonymised(read_payloads(hooks), root, home)
+    steps: list[dict[str, Any]] = [s for e in events for s in [{"event": e}, *_shell(e)]]
     messages = anonymised([json.loads(line) for line in sent.read_text().splitlines()], root, home)
     answers = anonymised(
         [json.loads(line) for line in answered.read_text().splitlines()], root, home

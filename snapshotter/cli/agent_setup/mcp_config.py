@@ -49,20 +49,33 @@ def in_settings(agent: str, hook_command: str) -> Callable[[dict[str, Any]], dic
     return lambda settings: settings
 
 
+NOTES = {
+    "claude-code": "note: Claude Code honours the approval and the allow rule (mcp__snapshotter) "
+    "in a trusted folder only: start `claude` here once and accept its trust dialog",
+    "codex": "note: Codex reads .codex/config.toml in a trusted project only (`snapshotter "
+    "init codex --trust`, or trust it in Codex)",
+}
+
+
+def refuse(agent: str, hook_command: str, *, global_: bool) -> None:
+    """Where ``--mcp`` has nothing to write: said before anything is written."""
+    if agent not in MCP_AGENTS:
+        raise SnapshotterError(f"--mcp is for {', '.join(MCP_AGENTS)}; not {agent}")
+    if agent == "claude-code" and global_:
+        executable = server_entry(hook_command)["command"]
+        raise SnapshotterError(
+            "Claude Code keeps user-wide MCP servers in ~/.claude.json: run "
+            f"`claude mcp add --scope user {SERVER} -- {executable} mcp` instead"
+        )
+
+
 def own_file(
     agent: str, project: Path, hook_command: str, *, global_: bool, dry_run: bool
 ) -> Setup | None:
     """The server registered in a file of its own (Claude Code's ``.mcp.json``,
     Codex's ``config.toml``); None where it goes in the hooks file."""
-    if agent not in MCP_AGENTS:
-        raise SnapshotterError(f"--mcp is for {', '.join(MCP_AGENTS)}; not {agent}")
     entry = server_entry(hook_command)
     if agent == "claude-code":
-        if global_:
-            raise SnapshotterError(
-                "Claude Code keeps user-wide MCP servers in ~/.claude.json: run "
-                f"`claude mcp add --scope user {SERVER} -- {entry['command']} mcp` instead"
-            )
         path = project / ".mcp.json"
         old_text, document = read_json(path)
         merged = with_server(path, document, hook_command, type="stdio")
