@@ -173,7 +173,7 @@ def test_claude_code_undoes_its_turn_through_mcp(
     _record(claude, hooks, sent, answered, root, hermetic)
 
 
-def _shell(event: dict[str, Any]) -> list[dict[str, str]]:
+def _shell(event: dict[str, Any]) -> list[dict[str, Any]]:
     if event["hook_event_name"] == "PreToolUse" and event.get("tool_name") == "Bash":
         return [{"shell": event["tool_input"]["command"]}]
     return []
@@ -191,7 +191,9 @@ def _record(claude: str, hooks: Path, sent: Path, answered: Path, root: Path, ho
     ``SNAPSHOTTER_RECORD_FIXTURES=1`` they become the fixture, with the hook payloads
     (each Bash PreToolUse followed by its command) the replay records history from."""
     events = anonymised(read_payloads(hooks), root, home)
-    steps: list[dict[str, Any]] = [s for e in events for s in [{"event": e}, *_shell(e)]]
+    steps: list[dict[str, Any]] = []
+    for event in events:
+        steps += [{"event": event}, *_shell(event)]
     messages = anonymised([json.loads(line) for line in sent.read_text().splitlines()], root, home)
     answers = anonymised(
         [json.loads(line) for line in answered.read_text().splitlines()], root, home
