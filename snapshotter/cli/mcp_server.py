@@ -182,8 +182,28 @@ def _error(data: dict[str, Any]) -> Any:
 
 
 def serve(tools: AgentTools) -> None:
-    """Serve on stdin/stdout until the client closes stdin (or stops the process)."""
-    build(tools).run("stdio")
+    """Serve on stdin/stdout until the client closes stdin or stops the process.
+
+    A client stops its servers with SIGINT, then SIGTERM 100 ms later (Claude
+    Code). The SDK reads stdin in a worker thread that a KeyboardInterrupt
+    cannot end, so the process would wait for it forever: both signals end the
+    process at once instead. A restore under way then stops as a killed one
+    does, and the next command finishes or rolls it back (its journal).
+    """
+    import signal
+
+    server = build(tools)
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _exit_now)
+    server.run("stdio")
+
+
+def _exit_now(signum: int, _frame: object) -> None:
+    import os
+    import sys
+
+    sys.stderr.flush()
+    os._exit(128 + signum)
 
 
 @click.command(name="mcp")
