@@ -14,11 +14,13 @@ stderr.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from snapshotter.cli.agent_tools import DIFF_LINES, AgentTools, Refusal
+from snapshotter.cli.agent_tools import AgentTools, Refusal
 from snapshotter.cli.context import Ctx, pass_ctx
 from snapshotter.errors import SnapshotterError
 
@@ -92,51 +94,35 @@ def build(tools: AgentTools) -> MCPServer[Any]:
     looks = ToolAnnotations(read_only_hint=True, open_world_hint=False)
     changes = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 
-    def list_checkpoints(all_sessions: bool = False) -> Any:
-        return _call(lambda: tools.list_checkpoints(all_sessions))
-
-    def show_checkpoint(checkpoint_id: int, max_lines: int = DIFF_LINES) -> Any:
-        return _call(lambda: tools.show_checkpoint(checkpoint_id, max_lines))
-
-    def diff_to_now(checkpoint_id: int | None = None, max_lines: int = DIFF_LINES) -> Any:
-        return _call(lambda: tools.diff_to_now(checkpoint_id, max_lines))
-
-    def undo(dry_run: bool = False, force: bool = False, session: str | None = None) -> Any:
-        return _call(lambda: tools.undo(dry_run, force, session))
-
-    def redo(dry_run: bool = False, force: bool = False, session: str | None = None) -> Any:
-        return _call(lambda: tools.redo(dry_run, force, session))
-
-    def restore_files(
-        checkpoint_id: int,
-        paths: list[str],
-        after: bool = False,
-        dry_run: bool = False,
-        force: bool = False,
-    ) -> Any:
-        return _call(lambda: tools.restore_files(checkpoint_id, paths, after, dry_run, force))
-
-    def checkpoint(label: str) -> Any:
-        return _call(lambda: tools.checkpoint(label))
-
-    for fn, hints in (
-        (list_checkpoints, looks),
-        (show_checkpoint, looks),
-        (diff_to_now, looks),
-        (undo, changes),
-        (redo, changes),
-        (restore_files, changes),
-        (checkpoint, changes),
+    for name, hints in (
+        ("list_checkpoints", looks),
+        ("show_checkpoint", looks),
+        ("diff_to_now", looks),
+        ("undo", changes),
+        ("redo", changes),
+        ("restore_files", changes),
+        ("checkpoint", changes),
     ):
-        # Each returns its own CallToolResult: the JSON document as text and as
-        # structuredContent, or a tool error the model reads (``_call``).
         server.add_tool(
-            fn,
-            description=_described(fn.__name__, tools),
+            _tool(getattr(tools, name)),
+            name=name,
+            description=_described(name, tools),
             annotations=hints,
             structured_output=False,
         )
     return server
+
+
+def _tool(method: Callable[..., dict[str, Any]]) -> Callable[..., Any]:
+    """``method`` as an MCP tool: its parameters are the tool's input schema (the SDK
+    reads them through ``__wrapped__``); it returns its own CallToolResult, the JSON
+    document as text and as structuredContent, or a tool error the model reads."""
+
+    @functools.wraps(method)
+    def tool(*args: Any, **kwargs: Any) -> Any:
+        return _call(lambda: method(*args, **kwargs))
+
+    return tool
 
 
 def _described(name: str, tools: AgentTools) -> str:

@@ -30,6 +30,7 @@ from test_realclient_claude import (
     FAKE,
     SESSION,
     anonymised,
+    claude_or_skip,
     client_env,
     no_hook_failures,
     read_payloads,
@@ -45,15 +46,7 @@ pytestmark = pytest.mark.realclient
 
 @pytest.fixture(scope="module")
 def claude() -> str:
-    """The claude CLI, where it can run offline (else the test is skipped)."""
-    from test_realclient_claude import CLAUDE, _unshare_works
-
-    if CLAUDE is None:
-        pytest.skip("the claude CLI is not installed (npm install -g @anthropic-ai/claude-code)")
-    why = _unshare_works()
-    if why is not None:
-        pytest.skip(why)
-    return CLAUDE
+    return claude_or_skip()
 
 
 SCRIPT: dict[str, list[dict[str, Any]]] = {
