@@ -159,7 +159,10 @@ class AgentTools:
 
         engine = self.engine(create=True)
         baseline = not engine.has_snapshot()
-        sid = self.session(engine) if not baseline else "agent"
+        try:
+            sid = self.session(engine)
+        except NothingToDo:  # no hook reported a session here: the runtime's, else "agent"
+            sid = next((v for k in SESSION_VARIABLES if (v := os.environ.get(k))), "agent")
         cp = engine.checkpoint(label, sid, by="agent")
         if cp is None and not baseline:
             raise NothingToDo("nothing changed since the last snapshot: no checkpoint recorded")

@@ -172,3 +172,15 @@ def test_a_worktree_with_no_history_lists_nothing(tmp_path: Path) -> None:
     assert tools(repo).list_checkpoints() == {"session": None, "checkpoints": []}
     with pytest.raises(NothingToDo):
         tools(repo).undo()
+
+
+def test_checkpoint_without_hooks_starts_a_baseline_then_records(tmp_path: Path) -> None:
+    """A runtime with the server but no hooks: the first call is the baseline."""
+    repo = make_repo(tmp_path / "fresh", REPO)
+    t = tools(repo)
+    assert t.checkpoint("start")["checkpoint"] is None, "the first snapshot is the baseline"
+    write(repo, "a.txt", "changed\n")
+    cp = t.checkpoint("after the change")
+    assert cp["session_id"] == "agent" and [f["path"] for f in cp["files"]] == ["a.txt"], cp
+    t.undo()
+    assert (repo / "a.txt").read_text() == "a\n"
