@@ -25,14 +25,16 @@ if TYPE_CHECKING:
     from snapshotter.engine import CheckpointDiff, Engine
     from snapshotter.models import RestoreReport
 
-# Where a runtime tells its MCP servers which session they serve, in the order
+# Where a runtime may tell its MCP servers which session they serve, in the order
 # trusted. Each counts only if the hooks reported that session here (Claude
-# Code's id under --continue is a fresh one the hooks never see).
+# Code's id under --continue is a fresh one the hooks never see; Gemini's and
+# Codex's names are those their hooks and shells get, unverified for MCP servers).
 SESSION_VARIABLES = (
     "SNAPSHOTTER_SESSION",
     "CLAUDE_CODE_SESSION_ID",
     "GEMINI_SESSION_ID",
     "CODEX_THREAD_ID",
+    "CODEX_SESSION_ID",
 )
 # Where a runtime names the project it runs in; else the server's working directory.
 PROJECT_VARIABLES = ("CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR")

@@ -210,13 +210,15 @@ def mcp(c: Ctx, allow_force: bool, any_session: bool) -> None:
     \b
     Tools: list_checkpoints, show_checkpoint, diff_to_now, undo, redo,
     restore_files, checkpoint. Each returns what the matching command's
-    --json prints. The agent acts on its own session: the one its runtime
-    names ($SNAPSHOTTER_SESSION, $CLAUDE_CODE_SESSION_ID, $GEMINI_SESSION_ID,
-    $CODEX_THREAD_ID) if the hooks reported it here, else the session with an
-    open turn or the newest checkpoint. It never forces. What it does is in
-    `snapshotter log`, and `snapshotter redo` takes it back. The worktree is
-    $CLAUDE_PROJECT_DIR's (or $GEMINI_PROJECT_DIR's), else the current directory's.
-    Wire it with `snapshotter init AGENT --mcp`.
+    --json prints.
+
+    The agent acts on its own session: the one its runtime names
+    ($SNAPSHOTTER_SESSION, $CLAUDE_CODE_SESSION_ID, $GEMINI_SESSION_ID,
+    $CODEX_THREAD_ID, $CODEX_SESSION_ID) if the hooks reported it here, else
+    the session with an open turn or the newest checkpoint. It never forces.
+    What it does is in `snapshotter log`, and `snapshotter redo` takes it
+    back. The worktree is $CLAUDE_PROJECT_DIR's (or $GEMINI_PROJECT_DIR's),
+    else the current directory's. Wire it with `snapshotter init AGENT --mcp`.
     """
     from importlib.util import find_spec
 

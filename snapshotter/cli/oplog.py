@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from snapshotter.engine import Operation
 
 _HEADER = (
-    f"{'WHEN':<22}  {'BY':<5}  {'OPERATION':<9}  {'CHECKPOINTS':<12}  {'FILES':>5}  REDO WOULD"
+    f"{'WHEN':<24}  {'BY':<5}  {'OPERATION':<9}  {'CHECKPOINTS':<12}  {'FILES':>5}  REDO WOULD"
 )
 
 
@@ -62,10 +62,12 @@ def _line(op: Operation, now: datetime) -> str:
     from snapshotter.cli.output import age, parse_time
 
     at = parse_time(op.at)
-    when = f"{at.astimezone().strftime('%m-%d %H:%M:%S')} ({age(now - at)})"
+    local = at.astimezone()
+    day = "%H:%M:%S" if local.date() == now.astimezone().date() else "%m-%d %H:%M"
+    when = f"{local.strftime(day)} ({age(now - at)})"
     ids = ", ".join(str(i) for i in op.checkpoints) or "-"
     redo = "-"
     if op.redo is not None:
         named = ", ".join(str(i) for i in op.redo["checkpoints"])
         redo = f"reverse the {op.redo['op']}" + (f" of {named}" if named else "")
-    return f"{when:<26}  {op.by:<5}  {op.op:<9}  {ids:<12}  {op.paths:>5}  {redo}"
+    return f"{when:<24}  {op.by:<5}  {op.op:<9}  {ids:<12}  {op.paths:>5}  {redo}"

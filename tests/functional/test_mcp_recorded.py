@@ -154,7 +154,11 @@ def test_the_recorded_claude_code_session_undoes_through_mcp(
 
     for rel, content in REPO.items():
         assert (root / rel).read_bytes() == content.encode(), f"{rel} is as committed"
-    turn = next(cp for cp in listed(root) if cp["kind"] == "turn")
+    cps = listed(root)
+    assert [(cp["kind"], cp["tool_name"]) for cp in cps] == [("tool", "Bash"), ("turn", None)], (
+        f"the agent's undo is nobody's change: no checkpoint of the turn that called it: {cps}"
+    )
+    turn = cps[1]
     assert turn["undone"] and turn["prompt"].startswith("[turn-two]"), turn
     log = json.loads(cli_ok(root, "log", "--json"))
     assert [(o["op"], o["by"], o["checkpoints"], o["paths"]) for o in log] == [
