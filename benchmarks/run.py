@@ -120,6 +120,11 @@ FIGURES: dict[str, tuple[str, str, str | None]] = {
     "store_first": ("ours: store's own bytes on disk after first capture", "MB", "ref_store_first"),
     "store_first_shared": ("ours: bytes hard-linked with the source's .git (seeded)", "MB", None),
     "server_rss": ("hook server resident (VmRSS) after warm-up", "MB", "server_hwm"),
+    "mcp_start": ("ours: `snapshotter mcp` start-up, spawn to initialize answered", "ms", "python"),
+    "mcp_tools": ("ours: `snapshotter mcp`, spawn to tools/list answered", "ms", "python"),
+    "mcp_call": ("ours: `snapshotter mcp`, its first list_checkpoints call", "ms", None),
+    "mcp_rss": ("`snapshotter mcp` resident (VmRSS) after that call", "MB", "server_rss"),
+    "mcp_hwm": ("`snapshotter mcp` peak (VmHWM) after that call", "MB", None),
     "server_hwm": ("hook server peak (VmHWM) after warm-up", "MB", None),
 }
 
@@ -142,6 +147,8 @@ SUMMARY: list[tuple[str, str, str]] = [
     ("`undo` of a 10-file turn / reference revert", "undo10", "ref_revert10"),
     ("`redo` / reference redo", "redo10", "ref_redo10"),
     ("hook server RSS after warm-up / its peak", "server_rss", "server_hwm"),
+    ("`snapshotter mcp` start-up / python -c pass (Claude Code waits ~2 s)", "mcp_start", "python"),
+    ("`snapshotter mcp` RSS / the hook server's", "mcp_rss", "server_rss"),
 ]
 
 
@@ -612,6 +619,22 @@ class Bench:
                 back(after, "reference redo")
         self.server_memory()
         self.interpreter()
+        self.mcp_server(data)
+
+    def mcp_server(self, data: Path) -> None:
+        """`snapshotter mcp` started as an agent runtime starts it (mcp_figure.py)."""
+        from benchmarks.mcp_figure import McpFailed, measure
+
+        try:
+            found = measure(self.cmd, data, self.wt.root, self.env)
+        except McpFailed as exc:
+            self.result.note(f"no `snapshotter mcp` figures: {exc}")
+            return
+        self.result.add("mcp_start", found.start_ms)
+        self.result.add("mcp_tools", found.tools_ms)
+        self.result.add("mcp_call", found.call_ms)
+        self.result.add("mcp_rss", found.rss_kb / 1024)
+        self.result.add("mcp_hwm", found.hwm_kb / 1024)
 
     def newest_checkpoint(
         self, data: Path, session: str, edited: list[str]

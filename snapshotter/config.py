@@ -14,6 +14,9 @@ DEFAULT_MAX_NEW_FILE_SIZE = 2 * 1024 * 1024
 # What a checkpoint's file went through, and what span a checkpoint is (SPEC §4).
 Status = Literal["added", "modified", "deleted"]
 Kind = Literal["turn", "tool"]
+# Who ran an undo, redo, reset, restore or checkpoint (the operation log): you from
+# the shell, the agent through `snapshotter mcp`, or a runtime through the hook API.
+Actor = Literal["shell", "agent", "hook"]
 # Retention (gc): sessions idle longer are dropped; checkpoints kept per session;
 # the size budget per store, met by dropping the oldest sessions.
 DEFAULT_MAX_AGE_DAYS = 30.0

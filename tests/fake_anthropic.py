@@ -5,11 +5,13 @@ Claude Code CLI talks to this server over loopback, in a network namespace of
 its own (``unshare -n``), so nothing leaves the machine.
 
 The script maps a *key* (a word that appears in the user's prompt) to the
-answers for that prompt, in order: a Bash command (a ``tool_use`` block), or
-text, which ends the turn. Which answer a request gets is read from the
-request itself (how many assistant messages follow the prompt that holds the
-key), so a retried request gets the same answer again. Requests that carry no
-key (a title, a quota probe, a summary) get a short text answer.
+answers for that prompt, in order: a Bash command (a ``tool_use`` block), a
+call of any other tool by name (``{"tool": NAME, "input": {...}}``: an MCP
+server's, ``mcp__SERVER__TOOL``), or text, which ends the turn. Which answer a
+request gets is read from the request itself (how many assistant messages
+follow the prompt that holds the key), so a retried request gets the same
+answer again. Requests that carry no key (a title, a quota probe, a summary)
+get a short text answer.
 
 Run as a script (``python fake_anthropic.py SPEC.json``) it is the driver: it
 starts the server on 127.0.0.1 on a random port, runs each ``claude`` command
@@ -28,8 +30,9 @@ from typing import Any
 
 from fake_api import JsonHandler, ScriptedServer, drive
 
-# key -> the answers to that prompt, in order: {"bash": CMD} or {"text": TEXT}.
-Script = dict[str, list[dict[str, str]]]
+# key -> the answers to that prompt, in order: {"bash": CMD}, {"tool": NAME, "input": {...}}
+# or {"text": TEXT}.
+Script = dict[str, list[dict[str, Any]]]
 
 MODEL = "claude-sonnet-4-5"
 
@@ -45,7 +48,7 @@ def _texts(message: dict[str, Any]) -> str:
     )
 
 
-def next_answer(script: Script, body: dict[str, Any]) -> tuple[str, int, dict[str, str]] | None:
+def next_answer(script: Script, body: dict[str, Any]) -> tuple[str, int, dict[str, Any]] | None:
     """(key, step, answer) for a scripted prompt; None for a request the script does not know."""
     messages = body.get("messages")
     if not isinstance(messages, list) or not body.get("tools"):
@@ -66,7 +69,14 @@ def next_answer(script: Script, body: dict[str, Any]) -> tuple[str, int, dict[st
     return None
 
 
-def content_block(key: str, step: int, answer: dict[str, str]) -> dict[str, Any]:
+def content_block(key: str, step: int, answer: dict[str, Any]) -> dict[str, Any]:
+    if "tool" in answer:
+        return {
+            "type": "tool_use",
+            "id": f"toolu_{key}_{step:02d}",
+            "name": answer["tool"],
+            "input": answer.get("input", {}),
+        }
     if "bash" in answer:
         return {
             "type": "tool_use",
@@ -75,6 +85,24 @@ def content_block(key: str, step: int, answer: dict[str, str]) -> dict[str, Any]
             "input": {"command": answer["bash"], "description": f"step {step} of {key}"},
         }
     return {"type": "text", "text": answer["text"]}
+
+
+def tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tool results the last message gives back to the model (what a tool said)."""
+    messages = body.get("messages")
+    last = messages[-1] if isinstance(messages, list) and messages else {}
+    content = last.get("content") if isinstance(last, dict) else None
+    if not isinstance(content, list):
+        return []
+    return [
+        {
+            "tool_use_id": b.get("tool_use_id"),
+            "is_error": b.get("is_error"),
+            "content": b.get("content"),
+        }
+        for b in content
+        if isinstance(b, dict) and b.get("type") == "tool_result"
+    ]
 
 
 def message(block: dict[str, Any], model: str) -> dict[str, Any]:
@@ -173,6 +201,7 @@ class Handler(JsonHandler):
                 "tools": len(body.get("tools") or []),
                 "scripted": tag,
                 "answer": block,
+                "tool_results": tool_results(body),
             }
         )
         full = message(block, str(body.get("model") or MODEL))

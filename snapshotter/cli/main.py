@@ -12,7 +12,17 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
-from snapshotter.cli import doctor, maintenance, moved, recording, restoring, review, setup
+from snapshotter.cli import (
+    doctor,
+    maintenance,
+    mcp_server,
+    moved,
+    oplog,
+    recording,
+    restoring,
+    review,
+    setup,
+)
 from snapshotter.cli.context import Ctx
 
 if TYPE_CHECKING:
@@ -60,6 +70,8 @@ for command in (
     restoring.reset,
     recording.checkpoint_cmd,
     restoring.restore_cmd,
+    oplog.log,
+    mcp_server.mcp,
     moved.recover,
     moved.adopt,
     doctor.doctor,

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from snapshotter.cli.context import dir_option
+
+if TYPE_CHECKING:
+    from snapshotter.cli.agent_setup.config_files import Setup
 
 AGENTS = ("claude-code", "docker-agent", "codex", "gemini", "copilot", "cursor", "qwen")
 
@@ -34,6 +38,11 @@ AGENTS = ("claude-code", "docker-agent", "codex", "gemini", "copilot", "cursor",
     help="codex: also trust the project and these hooks in $CODEX_HOME/config.toml "
     "(Codex skips untrusted hooks silently).",
 )
+@click.option(
+    "--mcp",
+    is_flag=True,
+    help="Also register `snapshotter mcp`, the agent's undo (claude-code, gemini, codex).",
+)
 @click.option("--dry-run", is_flag=True, help="Print the result; write nothing.")
 def init(
     agent: str,
@@ -42,6 +51,7 @@ def init(
     global_: bool,
     agent_name: str | None,
     trust: bool,
+    mcp: bool,
     dry_run: bool,
 ) -> None:
     """Wire snapshotter's hooks into an agent's configuration.
@@ -55,16 +65,25 @@ def init(
     qwen         .qwen/settings.json (timeouts in ms)
     docker-agent one agent of the agent YAML FILE; without FILE, the block to paste
 
+    \b
+    --mcp also registers `snapshotter mcp` (the agent's own undo):
+    claude-code  .mcp.json, approved and its tools allowed in .claude/settings.json
+    gemini       mcpServers in .gemini/settings.json
+    codex        [mcp_servers] in .codex/config.toml (--global: $CODEX_HOME/config.toml)
+
     Files are below the git worktree's top of DIR, or the home directory with
     --global. Hooks already there are kept, running init twice changes
     nothing, and a changed file is backed up beside itself first.
     """
-    from snapshotter.cli.agent_setup import codex_trust, docker_agent, json_config
+    from snapshotter.cli.agent_setup import codex_trust, docker_agent, json_config, mcp_config
     from snapshotter.cli.agent_setup.hook_entry import hook_command
     from snapshotter.hooks.dialects import by_name
 
     command = hook_command()
     notes: list[str] = []
+    setups = []
+    if mcp:
+        mcp_config.refuse(agent, command, global_=global_)
     if agent == "docker-agent":
         if agent_file is None:
             click.echo(docker_agent.block(command=command), nl=False)
@@ -76,7 +95,12 @@ def init(
         project = project_dir(directory)
         folder = Path.home() if global_ else project
         path = json_config.config_path(dialect, folder, global_=global_)
-        setup = json_config.setup_json(path, dialect, dry_run=dry_run, command=command)
+        also = mcp_config.in_settings(agent, command) if mcp else None
+        setup = json_config.setup_json(path, dialect, dry_run=dry_run, command=command, also=also)
+        if mcp:
+            own = mcp_config.own_file(agent, project, command, global_=global_, dry_run=dry_run)
+            setups += [own] if own is not None else []
+            notes += [mcp_config.NOTES[agent]] if agent in mcp_config.NOTES else []
         if trust and agent != "codex":
             raise click.UsageError("--trust is for codex")
         if trust and not dry_run:
@@ -84,15 +108,23 @@ def init(
             if trusted.changed:
                 notes.append(f"{trusted.path}: the project and snapshotter's hooks trusted")
         notes += json_config.notes_for(dialect, project, trusted=trust)
+    for done, what in [(setup, "hooks added"), *((s, "MCP server added") for s in setups)]:
+        _said(done, what, dry_run, titled=bool(setups))
+    for note in notes:
+        click.echo(note, err=True)
+
+
+def _said(setup: Setup, what: str, dry_run: bool, *, titled: bool) -> None:
+    """What init did to one file (with --dry-run, the file as it would be)."""
     if dry_run:
+        if titled:
+            click.echo(f"# {setup.path}")
         click.echo(setup.text, nl=False)
     elif not setup.changed:
         click.echo(f"{setup.path}: already wired, nothing to change")
     else:
         saved = f" (backup: {setup.backup})" if setup.backup else ""
-        click.echo(f"{setup.path}: hooks added{saved}")
-    for note in notes:
-        click.echo(note, err=True)
+        click.echo(f"{setup.path}: {what}{saved}")
 
 
 def project_dir(directory: str) -> Path:

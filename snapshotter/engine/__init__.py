@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypedDict, Unpack, overload
 
-from snapshotter.config import DEFAULT_MAX_FILES, DEFAULT_MAX_NEW_FILE_SIZE, data_dir
+from snapshotter.config import DEFAULT_MAX_FILES, DEFAULT_MAX_NEW_FILE_SIZE, Actor, data_dir
 from snapshotter.errors import NothingToDo
 from snapshotter.git.worktree import find_worktree
 from snapshotter.history.state_file import restore_pending
@@ -29,12 +29,14 @@ from snapshotter.store.workspace import Workspace
 
 if TYPE_CHECKING:
     from snapshotter.history.maintenance import GcReport
+    from snapshotter.history.oplog import Operation as Operation
     from snapshotter.history.recorder import Recorder
     from snapshotter.history.retention import Policy
     from snapshotter.models import Checkpoint, RestoreReport
     from snapshotter.store.resident import Resident
 
 __all__ = [
+    "Actor",
     "CheckpointDiff",
     "Engine",
     "FileDiff",
@@ -174,14 +176,22 @@ class Engine(Workspace):
 
         return Recorder(self, session_id)
 
-    def checkpoint(self, label: str = "", session_id: str = "cli") -> Checkpoint | None:
+    def checkpoint(
+        self, label: str = "", session_id: str = "cli", *, by: Actor = "shell"
+    ) -> Checkpoint | None:
         """Record what changed since the last snapshot as one undoable checkpoint.
 
         None when nothing changed, or when there was no snapshot before (this
-        capture is then the baseline the next checkpoint starts from).
+        capture is then the baseline the next checkpoint starts from). ``by``:
+        who asked, for the operation log.
         """
+        from snapshotter.history import oplog
+
         recorded = self.recorder(session_id).checkpoint(label)
-        return None if recorded is None else recorded.to_model()
+        if recorded is None:
+            return None
+        oplog.log_checkpoint(self.store, by, session_id, recorded.id, len(recorded.files))
+        return recorded.to_model()
 
     def close_interrupted(self, session_id: str) -> None:
         """Close the turn or tool the session left open (Esc: no ``Stop``), as the next
@@ -198,6 +208,23 @@ class Engine(Workspace):
         from snapshotter.history.lookup import resolve_session
 
         return resolve_session(self.store, *preferred)
+
+    def agent_session(self, *candidates: str | None) -> str:
+        """The session an agent's request acts on: the first of ``candidates`` this
+        worktree's history knows (a runtime's session id may be one it never reported
+        to the hooks: Claude Code's under ``--continue``), else the default session
+        (the one with an open turn or the newest checkpoint); NothingToDo when none."""
+        from snapshotter.history.lookup import known_session, resolve_session
+
+        known = next((s for s in candidates if s and known_session(self.store, s)), None)
+        return resolve_session(self.store, known)
+
+    def operations(self, session_id: str | None = None) -> list[Operation]:
+        """The operation log, oldest first: who undid, redid, reset, restored or
+        checkpointed what (one session's, or everyone's when None)."""
+        from snapshotter.history import oplog
+
+        return oplog.read(self.store, session_id)
 
     def checkpoints(self, session_id: str | None = None) -> list[Checkpoint]:
         """Checkpoints ordered by id: one session's, or every session's when None."""
@@ -232,7 +259,11 @@ class Engine(Workspace):
 
     # -- restoring (each one undoable: SPEC §5) ------------------------------------------
 
-    def undo(self, session_id: str, **how: Unpack[RestoreOptions]) -> RestoreReport:
+    # Each one done (not a dry run) is logged with ``by``, who asked (history/oplog.py).
+
+    def undo(
+        self, session_id: str, *, by: Actor = "shell", **how: Unpack[RestoreOptions]
+    ) -> RestoreReport:
         """Revert the session's newest checkpoint (a turn with its tools).
 
         Conflict when a file it would touch changed since, unless ``force``;
@@ -240,21 +271,28 @@ class Engine(Workspace):
         """
         from snapshotter.history.undo import undo_last
 
-        return undo_last(self, session_id, **how)
+        return self._logged("undo", by, session_id, undo_last(self, session_id, **how))
 
-    def redo(self, session_id: str, **how: Unpack[RestoreOptions]) -> RestoreReport:
+    def redo(
+        self, session_id: str, *, by: Actor = "shell", **how: Unpack[RestoreOptions]
+    ) -> RestoreReport:
         """Put back exactly what the session's last undo, reset or restore took away."""
         from snapshotter.history.undo import redo
 
-        return redo(self, session_id, **how)
+        return self._logged("redo", by, session_id, redo(self, session_id, **how))
 
     def reset(
-        self, session_id: str, keep: int | None, **how: Unpack[RestoreOptions]
+        self,
+        session_id: str,
+        keep: int | None,
+        *,
+        by: Actor = "shell",
+        **how: Unpack[RestoreOptions],
     ) -> RestoreReport:
         """Revert every checkpoint of the session after ``keep`` (None: all of them)."""
         from snapshotter.history.undo import reset
 
-        return reset(self, session_id, keep, **how)
+        return self._logged("reset", by, session_id, reset(self, session_id, keep, **how))
 
     def restore_files(
         self,
@@ -263,6 +301,7 @@ class Engine(Workspace):
         paths: list[str],
         *,
         after: bool = False,
+        by: Actor = "shell",
         **how: Unpack[RestoreOptions],
     ) -> RestoreReport:
         """Put worktree ``paths`` back as they were before checkpoint ``checkpoint_id``
@@ -271,7 +310,14 @@ class Engine(Workspace):
         puts everything back."""
         from snapshotter.history.undo import restore_files
 
-        return restore_files(self, session_id, checkpoint_id, paths, after=after, **how)
+        done = restore_files(self, session_id, checkpoint_id, paths, after=after, **how)
+        return self._logged("restore", by, session_id, done)
+
+    def _logged(self, op: str, by: Actor, session_id: str, rep: RestoreReport) -> RestoreReport:
+        from snapshotter.history import oplog
+
+        oplog.log_restore(self.store, op, by, session_id, rep)
+        return rep
 
     # -- keeping the store small ---------------------------------------------------------
 

@@ -29,6 +29,14 @@ def default_session(store: Store) -> str | None:
     return found
 
 
+def known_session(store: Store, session_id: str) -> bool:
+    """Whether this worktree's history has heard of the session (an event, a checkpoint)."""
+    state = load(store)
+    return session_id in state.sessions or any(
+        cp.session_id == session_id for cp in state.checkpoints
+    )
+
+
 def resolve_session(store: Store, *preferred: str | None) -> str:
     """The first of ``preferred`` that is set, else the default session."""
     found = next((s for s in preferred if s), None) or default_session(store)

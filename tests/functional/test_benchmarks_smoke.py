@@ -38,6 +38,11 @@ EXPECTED_FIGURES = {
     "store_first_shared",
     "server_rss",
     "server_hwm",
+    "mcp_start",
+    "mcp_tools",
+    "mcp_call",
+    "mcp_rss",
+    "mcp_hwm",
     "checkpoints_growth",
     "checkpoints_growth_after_gc",
 }
@@ -52,6 +57,8 @@ SUMMARY = {
     "undo10": "ref_revert10",
     "redo10": "ref_redo10",
     "server_rss": "server_hwm",
+    "mcp_start": "python",
+    "mcp_rss": "server_rss",
 }
 PROCESS_FIGURES = {
     "first",
@@ -139,6 +146,9 @@ def check_summary(document: dict[str, Any], label: str, checkpoints: bool = Fals
             assert row["ours_rss_mb"] > 0 and row["baseline_rss_mb"] > 0, row
     server = rows["server_rss"]
     assert 0 < server["ours"] <= server["baseline"], f"VmRSS above VmHWM: {server}"
+    mcp = {r["key"]: r["median"] for r in document["rows"] if r["size"] == label}
+    assert 0 < mcp["mcp_start"] <= mcp["mcp_tools"], f"start-up comes before tools/list: {mcp}"
+    assert 0 < mcp["mcp_rss"] <= mcp["mcp_hwm"], f"the MCP server's VmRSS above its VmHWM: {mcp}"
     # A hook handled by the server is a small process; one that did the work itself is not.
     assert rows["hook_edit10"]["ours_rss_mb"] < rows["hook_first"]["ours_rss_mb"], rows
     keys = {r["key"] for r in document["rows"] if r["size"] == label}

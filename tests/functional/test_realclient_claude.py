@@ -73,14 +73,19 @@ def _unshare_works() -> str | None:
     return None
 
 
-@pytest.fixture(scope="module")
-def claude() -> str:
+def claude_or_skip() -> str:
+    """The claude CLI, where it can run offline here; else the test is skipped, saying why."""
     if CLAUDE is None:
         pytest.skip("the claude CLI is not installed (npm install -g @anthropic-ai/claude-code)")
     why = _unshare_works()
     if why is not None:
         pytest.skip(why)
     return CLAUDE
+
+
+@pytest.fixture(scope="module")
+def claude() -> str:
+    return claude_or_skip()
 
 
 def client_env(claude: str) -> dict[str, str]:

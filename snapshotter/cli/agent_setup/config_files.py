@@ -3,10 +3,12 @@ mode kept and a backup beside it, and what was done said as a ``Setup``."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from snapshotter.errors import SnapshotterError
 from snapshotter.fileio import write_atomic
@@ -30,6 +32,20 @@ def read_text(path: Path) -> str:
         return ""
     except (OSError, UnicodeDecodeError) as exc:
         raise SnapshotterError(f"cannot read {path}: {exc}") from exc
+
+
+def read_json(path: Path) -> tuple[str, dict[str, Any]]:
+    """The file's text and the JSON object it holds (empty when there is no file)."""
+    text = read_text(path)
+    try:
+        document = json.loads(text) if text.strip() else {}
+    except ValueError as exc:
+        raise SnapshotterError(
+            f"{path} is not JSON ({exc}); fix or move it, then run init again"
+        ) from exc
+    if not isinstance(document, dict):
+        raise SnapshotterError(f"{path} does not hold a JSON object; fix or move it first")
+    return text, document
 
 
 def write(path: Path, old_text: str, text: str, dry_run: bool) -> Setup:

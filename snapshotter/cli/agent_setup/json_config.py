@@ -5,10 +5,11 @@ Cursor): where their hooks file is, our hook merged into it, and whether a file 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from snapshotter.cli.agent_setup.config_files import Setup, read_text, write
+from snapshotter.cli.agent_setup.config_files import Setup, read_json, write
 from snapshotter.cli.agent_setup.hook_entry import HOOK_COMMAND, is_ours, timeout_s
 from snapshotter.errors import SnapshotterError
 from snapshotter.hooks.dialects import Dialect, claude_code
@@ -79,19 +80,19 @@ def merge_hooks(
 
 
 def setup_json(
-    path: Path, dialect: Dialect, *, dry_run: bool = False, command: str = HOOK_COMMAND
+    path: Path,
+    dialect: Dialect,
+    *,
+    dry_run: bool = False,
+    command: str = HOOK_COMMAND,
+    also: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
 ) -> Setup:
-    """Merge our hooks into the runtime's JSON config at ``path`` (made if missing)."""
-    old_text = read_text(path)
-    try:
-        settings = json.loads(old_text) if old_text.strip() else {}
-    except ValueError as exc:
-        raise SnapshotterError(
-            f"{path} is not JSON ({exc}); fix or move it, then run init again"
-        ) from exc
-    if not isinstance(settings, dict):
-        raise SnapshotterError(f"{path} does not hold a JSON object; fix or move it first")
+    """Merge our hooks into the runtime's JSON config at ``path`` (made if missing);
+    ``also``: more of ours merged in the same write (``init --mcp``'s server)."""
+    old_text, settings = read_json(path)
     merged = merge_hooks(settings, dialect, command)
+    if also is not None:
+        merged = also(merged)
     if merged == settings:
         return Setup(path, old_text, changed=False)
     text = json.dumps(merged, indent=2) + "\n"
