@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
-from snapshotter.cli import doctor, maintenance, moved, recording, restoring, review, setup
+from snapshotter.cli import doctor, maintenance, moved, recording, restoring, review, rewind, setup
 from snapshotter.cli.context import Ctx
 
 if TYPE_CHECKING:
@@ -60,6 +60,7 @@ for command in (
     restoring.reset,
     recording.checkpoint_cmd,
     restoring.restore_cmd,
+    rewind.rewind,
     moved.recover,
     moved.adopt,
     doctor.doctor,
