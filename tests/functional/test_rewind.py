@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from builders import hook_in_process_ok, open_engine, worktree_bytes
+from builders import claude_event, hook_in_process_ok, open_engine, worktree_bytes
 from builders import run_cli_in_process as cli
 
 from snapshotter.cli import replay
@@ -45,7 +45,9 @@ def played(tmp_path: Path, data_dir: Path) -> Path:
     return play(tmp_path / "app", data_dir)
 
 
-def drive(root: Path, data_dir: Path, keys: str, session: str | None = None) -> View:
+def drive(
+    root: Path, data_dir: Path, keys: str, session: str | None = None, mouse: bool = False
+) -> View:
     """The rewind view of ``root`` run on ``keys`` (then Ctrl-C, which quits whatever is
     open), as a person types them."""
     from prompt_toolkit.application import create_app_session
@@ -57,7 +59,7 @@ def drive(root: Path, data_dir: Path, keys: str, session: str | None = None) -> 
     engine = open_engine(root, data_dir)
     view = View(engine, engine.resolve_session(session), color=False)
     with create_pipe_input() as keyboard, create_app_session(keyboard, DummyOutput()):
-        app = screen.application(view)
+        app = screen.application(view, mouse=mouse)
         keyboard.send_text(keys + "\x03")
         app.run()
     return view
@@ -183,6 +185,34 @@ def test_the_diff_pane_is_the_diff_command_s(played: Path, data_dir: Path) -> No
     shown = cli("diff", "3", "--no-pager", cwd=played)
     assert view.full_diff(color=False).decode() == shown.out
     assert view.diff_text() == shown.out, "plain text: the pane shows the same lines"
+
+
+def test_an_agent_s_new_checkpoint_between_question_and_answer_asks_again(
+    played: Path, data_dir: Path
+) -> None:
+    view = View(open_engine(played, data_dir), "cc-1", color=False)
+    view.ask_undo()
+    assert view.pending is not None and view.pending.plan is not None
+    assert view.pending.plan.checkpoint == [8]
+    for event in ("UserPromptSubmit", "Stop"):
+        if event == "Stop":
+            (played / "src/late.py").write_text("LATE = 1\n")
+        hook_in_process_ok(claude_event(event, "cc-1", played, prompt="one more"), data_dir)
+    before = worktree_bytes(played)
+    view.confirm()
+    assert view.message == "changed since you looked: this is what it would do now"
+    assert view.pending.plan.checkpoint == [9], "the question now shows the new turn"
+    assert worktree_bytes(played) == before, "and nothing was written"
+    view.confirm()
+    assert not (played / "src/late.py").exists(), "the second yes does what it showed"
+    assert view.message.startswith("undid checkpoint 9:"), view.message
+
+
+def test_a_click_highlights_a_row(played: Path, data_dir: Path) -> None:
+    # SGR mouse reports (1-based x;y): press and release on the screen's third line,
+    # the list's second row.
+    view = drive(played, data_dir, "\x1b[<0;10;3M\x1b[<0;10;3m", session="sess-demo", mouse=True)
+    assert view.current is not None and view.current.id == 3, view.index
 
 
 def test_not_on_a_terminal_it_says_to_use_list(played: Path) -> None:

@@ -77,12 +77,12 @@ def sessions(cps: Iterable[Checkpoint]) -> list[str]:
 
 
 def when(stamp: str, now: datetime | None = None) -> str:
-    """Local time (``HH:MM:SS`` today, else ``MM-DD HH:MM``) and its age, short enough
+    """Local time (``HH:MM:SS`` today, else the day: ``Apr 28``) and its age, short enough
     for 80 columns: ``14:03:22 5 min ago``."""
     from snapshotter.cli.output import age, parse_time
 
     at = parse_time(stamp)
     now = now or datetime.now(UTC)
     local = at.astimezone()
-    shape = "%H:%M:%S" if local.date() == now.astimezone().date() else "%m-%d %H:%M"
+    shape = "%H:%M:%S" if local.date() == now.astimezone().date() else "%b %d"
     return f"{local.strftime(shape)} {age(now - at)}"

@@ -148,10 +148,11 @@ class _Screen:
 
     def _title(self) -> StyleAndTextTuples:
         v = self.view
-        more = f"  ({v.other_sessions} other session(s): s)" if v.other_sessions else ""
+        more = f" ({v.other_sessions} other session(s): s)" if v.other_sessions else ""
         found = f"  search: {v.query}" if v.query else ""
-        text = f" snapshotter rewind  {display(str(v.engine.root))}  session {display(v.session)}"
-        return [("", _fit(text + more + found, self._width()))]
+        where = display(str(v.engine.root))
+        text = f" snapshotter rewind  session {display(v.session)}{more}{found}  {where}"
+        return [("", _fit(text, self._width()))]
 
     def _list(self) -> StyleAndTextTuples:
         v = self.view
@@ -173,7 +174,9 @@ class _Screen:
             fold = self.sym.open if cp.id in self.view.unfolded else self.sym.folded
         else:
             fold = "  "
-        tools = f" ({row.tools} tools)" if row.tools and not row.depth else ""
+        tools = ""
+        if row.tools and not row.depth:
+            tools = f" ({row.tools} tool{'s' if row.tools > 1 else ''})"
         left = f"{cp.id:>5} {rows.when(cp.created_at):<20} {fold}"
         right = f"  {output.counts(cp):<11}{'undone' if cp.undone else '':<6}"
         room = max(width - get_cwidth(left + right), 8)

@@ -265,20 +265,29 @@ class View:
     def confirm(self, force: bool = False) -> None:
         """Do what is pending (``force``: over a refusal; redo brings the edits back).
 
-        A file changed between the question and the answer refuses again."""
-        pending, self.pending = self.pending, None
+        What it would do is worked out again first: if that is no longer what
+        the question showed (an agent recorded a checkpoint, a file changed),
+        the question shows the new plan, or the refusal, and waits again.
+        """
+        pending = self.pending
         if pending is None or (pending.refused and not force):
-            self.pending = pending
             return
         try:
+            fresh = pending.act(force=force, dry_run=True)
+            if not _same(fresh, pending.plan):
+                pending.plan = fresh
+                self.message = "changed since you looked: this is what it would do now"
+                return
             rep = pending.act(force=force, dry_run=False)
         except Conflict as exc:
             pending.refused = exc.by
-            self.pending = pending
+            pending.plan = None
+            self.message = "files changed since you looked: see what is refused"
             return
         except SnapshotterError as exc:
             self.message = str(exc)
             rep = None
+        self.pending = None
         self._diffs.clear()
         self.reload()
         if rep is not None:
@@ -287,6 +296,15 @@ class View:
     def cancel(self) -> None:
         self.pending = None
         self.message = "cancelled: nothing changed"
+
+
+def _same(plan: RestoreReport, shown: RestoreReport | None) -> bool:
+    """Whether a dry run would do what the question showed."""
+    return shown is not None and (plan.checkpoint, plan.restored, plan.removed) == (
+        shown.checkpoint,
+        shown.restored,
+        shown.removed,
+    )
 
 
 def _done(verb: str, rep: RestoreReport) -> str:
