@@ -10,6 +10,7 @@ tmp_path, no config file), so nothing else on the machine is touched.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import subprocess
