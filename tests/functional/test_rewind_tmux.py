@@ -90,7 +90,8 @@ def test_list_diff_go_back_and_the_state_after(
     terminal: Terminal, tmp_path: Path, data_dir: Path
 ) -> None:
     root = play(tmp_path / "app", data_dir)
-    terminal.start(rewind_command(root))
+    # A progress count on stderr would show at once (not after a second) if it were on.
+    terminal.start(rewind_command(root, env={"SNAPSHOTTER_PROGRESS_AFTER_S": "0"}))
     listed = terminal.shows("snapshotter rewind", "session cc-1", "rename greet (2 tools)")
     assert "(1 other session(s): s)" in listed
     assert "+1 ~1 -0" in listed, "the turn's counts, as list prints them"
@@ -113,7 +114,9 @@ def test_list_diff_go_back_and_the_state_after(
 
     terminal.keys("y")
     after = terminal.shows("reset checkpoint 8: 1 restored, 1 removed; R (redo) puts it back")
-    assert "undone" in after.splitlines()[1], "the turn's row says it is undone"
+    row = re.compile(r"^ +\d+ \d\d:\d\d:\d\d [^:]* [+]\d ~\d -\d +undone *$")
+    for line in after.splitlines()[1:4]:  # the turn and its two tools, drawn whole
+        assert row.match(line), f"a whole row, marked undone: {line!r}\n{after}"
     assert not (root / "src/extra.py").exists()
     assert (root / "src/greeter.py").read_text() == DEMO_GREETER
 
