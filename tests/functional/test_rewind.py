@@ -173,6 +173,15 @@ def test_restore_only_the_chosen_files(played: Path, data_dir: Path) -> None:
     assert not view.rows[0].cp.undone, "part of a checkpoint: it stays active"
 
 
+def test_chosen_files_belong_to_their_checkpoint(played: Path, data_dir: Path) -> None:
+    # Choose src/config.py in sess-demo's turn 5, go back to the list, switch to cc-1:
+    # its turn 8 is highlighted at the same row, and f takes the file under the cursor.
+    view = drive(played, data_dir, "\t \t\ts\tfy", session="sess-demo")
+    assert view.message.startswith("restored checkpoint 8: 0 restored, 1 removed"), view.message
+    assert not (played / "src/extra.py").exists()
+    assert not (played / "src/config.py").exists(), "the choice in turn 5 was dropped"
+
+
 def test_search_keeps_the_turns_whose_label_holds_it(played: Path, data_dir: Path) -> None:
     view = drive(played, data_dir, "/RM SRC\r", session="sess-demo")
     assert view.query == "RM SRC"

@@ -58,7 +58,7 @@ STYLE = Style.from_dict(
 )
 KEYS = "r back  u undo  R redo  f files  d pager  / search  s session  Tab pane  q quit"
 ASK_KEYS = "y/Enter: do it   n/Esc: cancel"
-FORCE_KEYS = "F: overwrite anyway (--force; redo brings your edits back)   n/Esc: cancel"
+FORCE_KEYS = "F: overwrite anyway (--force; redo brings them back)   n/Esc: cancel"
 
 
 class Symbols:

@@ -84,6 +84,7 @@ class View:
         self.pending: Pending | None = None
         self.message = ""
         self._diffs: dict[int, list[FileDiff]] = {}
+        self._shown: int | None = None  # the checkpoint the panes show
         self.reload()
 
     # -- what is shown -------------------------------------------------------------------
@@ -115,11 +116,13 @@ class View:
         self._highlight(ids.index(keep) if keep in ids else min(self.index, len(ids) - 1))
 
     def _highlight(self, index: int) -> None:
-        new = max(0, index)
-        if new != self.index or not self.rows:
+        """Highlight row ``index``; another checkpoint starts its panes afresh."""
+        self.index = max(0, index)
+        shown = self.current.id if self.current is not None else None
+        if shown != self._shown:
+            self._shown = shown
             self.file_index, self.diff_line = 0, 0
             self.chosen.clear()
-        self.index = new
 
     def files(self) -> list[FileDiff]:
         """The highlighted checkpoint's files, as its diff has them (before → after)."""
