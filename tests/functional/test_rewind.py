@@ -21,7 +21,7 @@ from builders import claude_event, hook_in_process_ok, open_engine, worktree_byt
 from builders import run_cli_in_process as cli
 
 from snapshotter.cli import replay
-from snapshotter.cli.rewind.view import View
+from snapshotter.cli.rewind.view import PANE_LINES, View
 
 # After both sessions: sess-demo's turns 3 (tools 1, 2) and 5 (tool 4), cc-1's turn 8 (6, 7).
 ORIGINAL = replay.load_recipe("small_app")["files"]
@@ -222,6 +222,24 @@ def test_a_click_highlights_a_row(played: Path, data_dir: Path) -> None:
     # the list's second row.
     view = drive(played, data_dir, "\x1b[<0;10;3M\x1b[<0;10;3m", session="sess-demo", mouse=True)
     assert view.current is not None and view.current.id == 3, view.index
+
+
+def test_a_long_diff_is_cut_in_the_pane_and_whole_in_the_pager(
+    played: Path, data_dir: Path
+) -> None:
+    hook_in_process_ok(claude_event("UserPromptSubmit", "cc-1", played, prompt="big"), data_dir)
+    (played / "big.txt").write_text("".join(f"line {i}\n" for i in range(3000)))
+    (played / "a_ctl.txt").write_text("bell\x07 esc\x1b[2J\tend\n")
+    hook_in_process_ok(claude_event("Stop", "cc-1", played), data_dir)
+    view = View(open_engine(played, data_dir), "cc-1", color=False)
+    pane = view.diff_text().splitlines()
+    assert len(pane) == PANE_LINES + 1, "the pane stops at PANE_LINES"
+    assert pane[-1].endswith("more lines: d shows the whole diff"), pane[-1]
+    whole = view.full_diff(color=False)
+    assert b"+line 2999\n" in whole, "the pager gets every line"
+    assert b"+bell\x07 esc\x1b[2J\tend" in whole, "byte for byte, as diff prints it"
+    shown = "+bell^G esc^[[2J\tend".expandtabs(8)
+    assert shown in pane, "the pane shows control bytes as ^X, then expands tabs"
 
 
 def test_not_on_a_terminal_it_says_to_use_list(played: Path) -> None:

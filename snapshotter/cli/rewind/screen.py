@@ -16,6 +16,7 @@ it cannot encode.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Callable
 
@@ -91,6 +92,7 @@ class _Screen:
             always_hide_cursor=True,
         )
         self.search_window = Window(BufferControl(self.search), height=1)
+        self._drawn: tuple[str | None, StyleAndTextTuples] = (None, [])
 
     # -- layout ------------------------------------------------------------------------
 
@@ -216,7 +218,9 @@ class _Screen:
 
     def _diff(self) -> StyleAndTextTuples:
         text = self.view.diff_text()
-        return to_formatted_text(ANSI(text) if self.view.color else text)
+        if self._drawn[0] is not text:  # parsed once per diff, not on every key
+            self._drawn = (text, to_formatted_text(ANSI(text) if self.view.color else text))
+        return self._drawn[1]
 
     def _question(self) -> StyleAndTextTuples:
         pending = self.view.pending
@@ -304,7 +308,8 @@ class _Screen:
 
         def show() -> None:
             terminal.emit(data, page=True)
-            input("-- Enter: back to the view --")
+            with contextlib.suppress(EOFError, KeyboardInterrupt):
+                input("-- Enter: back to the view --")
 
         run_in_terminal(show)
 

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 Focus = Literal["list", "files", "diff"]
 FOCI: tuple[Focus, ...] = ("list", "files", "diff")
+PANE_LINES = 2000  # of a diff in its pane; a larger one is cut there (the pager has it all)
 # A file's bytes must not drive the terminal: C0 controls but tab and newline, and DEL.
 _CONTROLS = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]")
 
@@ -85,6 +86,7 @@ class View:
         self.message = ""
         self._diffs: dict[int, list[FileDiff]] = {}
         self._shown: int | None = None  # the checkpoint the panes show
+        self._text: tuple[int | None, str] = (None, "")  # and its diff, as the pane shows it
         self.reload()
 
     # -- what is shown -------------------------------------------------------------------
@@ -136,13 +138,24 @@ class View:
     def diff_text(self) -> str:
         """The highlighted checkpoint's diff for the pane: coloured as ``snapshotter diff``
         colours it (git's colours) when ``color``; tabs expanded, control bytes shown
-        as ``^X`` (a file's bytes must not drive the terminal)."""
+        as ``^X`` (a file's bytes must not drive the terminal); its first
+        ``PANE_LINES`` lines (``d`` pages the whole diff). Worked out once per checkpoint:
+        the pane is drawn again on every key."""
         from snapshotter.cli.diff_render import patch_text
 
-        shown = [
-            dataclasses.replace(d, patches=[_printable(p) for p in d.patches]) for d in self.files()
-        ]
-        return patch_text(shown, self.color).decode("utf-8", "replace")
+        cp = self.current
+        key = cp.id if cp is not None else None
+        if self._text[0] != key or key is None:
+            shown = [
+                dataclasses.replace(d, patches=[_printable(p) for p in d.patches])
+                for d in self.files()
+            ]
+            lines = patch_text(shown, self.color).decode("utf-8", "replace").split("\n")
+            if len(lines) > PANE_LINES:
+                more = len(lines) - PANE_LINES
+                lines = [*lines[:PANE_LINES], f"... {more} more lines: d shows the whole diff"]
+            self._text = (key, "\n".join(lines))
+        return self._text[1]
 
     def full_diff(self, color: bool) -> bytes:
         """The highlighted checkpoint's diff, byte for byte as ``snapshotter diff ID``."""
@@ -292,6 +305,7 @@ class View:
             rep = None
         self.pending = None
         self._diffs.clear()
+        self._text = (None, "")
         self.reload()
         if rep is not None:
             self.message = _done(pending.verb, rep)
@@ -320,8 +334,9 @@ def _done(verb: str, rep: RestoreReport) -> str:
 
 
 def _printable(patch: bytes) -> bytes:
-    """``patch`` with tabs expanded (8 columns, as a terminal sets them) and control
-    bytes shown as ``^X``."""
-    lines = patch.split(b"\n")
-    lines = [line.expandtabs(8) if b"\t" in line else line for line in lines]
-    return _CONTROLS.sub(lambda m: b"^" + bytes([m.group()[0] ^ 0x40]), b"\n".join(lines))
+    """``patch`` with control bytes shown as ``^X``, then tabs expanded (8 columns, as
+    a terminal sets them)."""
+    shown = _CONTROLS.sub(lambda m: b"^" + bytes([m.group()[0] ^ 0x40]), patch)
+    if b"\t" not in shown:
+        return shown
+    return b"\n".join(line.expandtabs(8) for line in shown.split(b"\n"))
