@@ -39,7 +39,7 @@ Keys:
 @click.option("--mouse", is_flag=True, help="Click a row to highlight it; the wheel moves.")
 @pass_ctx
 def rewind(c: Ctx, directory: str, session_id: str | None, mouse: bool) -> None:
-    """Checkpoints in a full-screen view: look at what each did, go back in one key.
+    """Pick a checkpoint full-screen: see what each turn did, go back in one key.
 
     Newest first, turns labelled with the prompt and their tools folded under
     them, with the highlighted checkpoint's files and diff. Keys that change
