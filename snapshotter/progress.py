@@ -64,3 +64,14 @@ def shown_on_terminal(stream: TextIO | None = None) -> Iterator[None]:
     finally:
         meter, _meter = _meter, None
         meter.close()
+
+
+@contextmanager
+def hidden() -> Iterator[None]:
+    """No count while in this block: a full-screen view owns the terminal (issue 27)."""
+    global _meter
+    saved, _meter = _meter, None
+    try:
+        yield
+    finally:
+        _meter = saved

@@ -21,6 +21,7 @@ from snapshotter.cli import (
     recording,
     restoring,
     review,
+    rewind,
     setup,
 )
 from snapshotter.cli.context import Ctx
@@ -72,6 +73,7 @@ for command in (
     restoring.restore_cmd,
     oplog.log,
     mcp_server.mcp,
+    rewind.rewind,
     moved.recover,
     moved.adopt,
     doctor.doctor,

@@ -38,3 +38,16 @@ def test_a_short_command_stays_quiet(monkeypatch: pytest.MonkeyPatch) -> None:
         progress.tick(10)
     assert stream.getvalue() == ""
     progress.tick(1)  # outside the block: nobody counts, nothing breaks
+
+
+def test_nothing_is_drawn_while_hidden(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full-screen view (rewind) owns the terminal: its captures count nothing there."""
+    monkeypatch.setenv("SNAPSHOTTER_PROGRESS_AFTER_S", "0")
+    monkeypatch.setattr(progress, "REDRAW_S", 0.0)
+    stream = _Terminal()
+    with progress.shown_on_terminal(stream):
+        with progress.hidden():
+            progress.tick(7)
+        assert stream.getvalue() == "", "no count drawn over the view"
+        progress.tick(1)
+    assert stream.getvalue().endswith("\r1 files, done.\n"), "the count comes back after it"
