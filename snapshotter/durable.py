@@ -27,6 +27,7 @@ so no thread writes a record while another is still syncing its objects).
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 import threading
@@ -42,6 +43,19 @@ FEW = 8
 _lock = threading.Lock()
 _files: set[str] = set()
 _dirs: set[str] = set()
+
+
+def _forked() -> None:
+    """In a forked child (the hook server forks commands): a fresh lock, which another
+    thread may have held at the fork, and nothing pending (the parent syncs its own)."""
+    global _lock
+    _lock = threading.Lock()
+    _files.clear()
+    _dirs.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)
 
 
 def wrote(path: str | os.PathLike[str]) -> None:
@@ -109,15 +123,24 @@ def _sync(files: set[str], dirs: set[str]) -> None:
 
 
 def _fsync_path(name: str) -> None:
-    """fsync ``name``; one gone meanwhile (deleted, or renamed on) needs no sync."""
-    try:
-        fd = os.open(name, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
-    except (FileNotFoundError, NotADirectoryError):
+    """fsync ``name``; one gone meanwhile (deleted, renamed on, replaced by a link that
+    is not ours to follow) needs no sync."""
+    fd = _open(name)
+    if fd is None:
         return
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _open(name: str) -> int | None:
+    try:
+        return os.open(name, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
+            return None
+        raise
 
 
 def _syncfs_each(names: Iterable[str]) -> bool:
@@ -128,20 +151,22 @@ def _syncfs_each(names: Iterable[str]) -> bool:
     syncfs = _syncfs()
     if syncfs is None:
         return False
-    devices: dict[int, str] = {}
+    devices: dict[int, list[str]] = {}
     for name in names:
         try:
-            devices.setdefault(os.stat(name).st_dev, name)
+            devices.setdefault(os.lstat(name).st_dev, []).append(name)
         except OSError:
-            continue
-    for name in devices.values():
-        fd = os.open(name, os.O_RDONLY | os.O_CLOEXEC)
+            continue  # gone meanwhile: nothing of it to sync
+    for on_device in devices.values():
+        fd = next((fd for fd in map(_open, on_device) if fd is not None), None)
+        if fd is None:
+            continue  # all gone meanwhile
         try:
             if syncfs(fd) != 0:
                 import ctypes
 
                 err = ctypes.get_errno()
-                raise OSError(err, os.strerror(err), name)
+                raise OSError(err, os.strerror(err), on_device[0])
         finally:
             os.close(fd)
     return True

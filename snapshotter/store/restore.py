@@ -226,6 +226,7 @@ def _write(store: Store, root: Path, rel: str, target: Entry, temp: str | None) 
     )
     if same_kind and hash_file(path) == oid:  # only the exec bit differs: flip it in place
         os.chmod(path, _file_mode(mode))
+        durable.wrote(path)
         return True
     tmp = path.parent / (temp or temp_name())
     try:
