@@ -17,6 +17,8 @@ import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from snapshotter.durable import sync_now, sync_now_dir
+
 # Every temp file we write starts so: a file being written, renamed into place
 # when complete, and a leftover to delete once its writer is gone.
 TEMP_PREFIX = ".snapshotter-tmp-"
@@ -43,8 +45,9 @@ def write_atomic(path: Path, data: bytes | Iterable[bytes], *, durable: bool = F
     """Replace ``path`` with ``data`` through a temp file and a rename; the bytes written.
 
     ``data`` may come in pieces, so a big file is never whole in memory.
-    ``durable``: flushed to disk (file, then the rename) before returning, for
-    records that must survive a power cut, such as a restore's journal.
+    ``durable``: on disk (file, then the rename) before returning, for a record
+    something depends on from the moment it is written, such as a restore's
+    journal (durable.py owns the syncs and the write order).
     """
     fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=path.parent)
     size = 0
@@ -54,10 +57,10 @@ def write_atomic(path: Path, data: bytes | Iterable[bytes], *, durable: bool = F
                 size += f.write(piece)
             if durable:
                 f.flush()
-                os.fsync(f.fileno())
+                sync_now(f.fileno())
         os.replace(tmp, path)
         if durable:
-            _fsync_dir(path.parent)
+            sync_now_dir(path.parent)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
@@ -152,11 +155,3 @@ def real_parents(root: str | os.PathLike[str], rel: str) -> bool:
         except FileNotFoundError:
             return False
     return True
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

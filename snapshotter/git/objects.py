@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from snapshotter import durable
 from snapshotter.errors import StoreError
 from snapshotter.git.kinds import BLOB, EMPTY_TREE, MODE_GITLINK, MODE_TREE, Entry, ObjectId
 
@@ -211,7 +212,10 @@ class ObjectDB:
         return int(kind), bytes(data)
 
     def write(self, kind: int, data: bytes, oid: bytes) -> None:
-        """Store an object whose id the caller computed (and found absent)."""
+        """Store an object whose id the caller computed (and found absent).
+
+        libgit2 writes it loose, unsynced (durable.py: the next settle syncs it).
+        """
         try:
             if kind == BLOB:
                 self.repo.create_blob(data)
@@ -219,6 +223,7 @@ class ObjectDB:
                 self.repo.odb.write(kind, data)
         except _git_error() as exc:
             raise ObjectError(f"cannot write object {oid.hex()}: {exc}") from exc
+        self._wrote_loose(oid)
 
     def write_file_streamed(self, path: str) -> ObjectId:
         """A file too big to hold in memory, streamed by libgit2, unless already stored."""
@@ -228,9 +233,17 @@ class ObjectDB:
             oid = pygit2.hashfile(path)
             if oid not in self.repo.odb:
                 oid = self.repo.create_blob_fromdisk(path)
+                self._wrote_loose(oid.raw)
         except pygit2.GitError as exc:
             raise ObjectError(f"cannot store {path}: {exc}") from exc
         return ObjectId(oid.raw)
+
+    def _wrote_loose(self, oid: bytes) -> None:
+        """A loose object libgit2 just wrote, and its fan-out directory (perhaps new)."""
+        objects = self.git_dir / "objects"
+        name = oid.hex()
+        durable.wrote(f"{objects}/{name[:2]}/{name[2:]}")
+        durable.entered(objects)
 
     # -- comparing --------------------------------------------------------
 

@@ -19,6 +19,7 @@ import zlib
 from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 
+from snapshotter import durable
 from snapshotter.fileio import remove_leftovers, temp_name
 from snapshotter.git import varint
 from snapshotter.git.kinds import KIND_NAMES, OFS_DELTA, REF_DELTA, ObjectId
@@ -122,8 +123,9 @@ class _PackOut:
             f.write(digest.digest())
         name = f"pack-{digest.hexdigest()}"
         self.tmp.with_suffix(".idx").write_bytes(encode_index(self.records, digest.digest()))
-        os.replace(self.tmp.with_suffix(".pack"), self.pack_dir / f"{name}.pack")
-        os.replace(self.tmp.with_suffix(".idx"), self.pack_dir / f"{name}.idx")
+        for suffix in (".pack", ".idx"):  # the index last: it makes the pack visible
+            os.replace(self.tmp.with_suffix(suffix), self.pack_dir / f"{name}{suffix}")
+            durable.wrote(self.pack_dir / f"{name}{suffix}")  # synced by the next settle
         return len(self.records)
 
     def discard(self) -> None:

@@ -16,6 +16,7 @@ from snapshotter.checkpoints import Change, Record
 from snapshotter.config import Kind, now_iso
 from snapshotter.errors import StoreError, UnsafePath
 from snapshotter.history import labels
+from snapshotter.history.lost import missing
 from snapshotter.history.ownership import owned
 from snapshotter.history.records import MAX_PENDING_TOOLS, Mark, State
 from snapshotter.history.settle import settle
@@ -313,6 +314,8 @@ class Recorder:
         ``keep_empty``: record it even when nothing changed. ``outside``: paths
         outside the session's directory that a tool named, and so are in scope.
         """
+        if missing(self.workspace.store, start.tree):
+            return None  # lost in a crash (lost.py): this capture is the new baseline
         in_scope = self.workspace.in_scope
         found = statuses(
             self.workspace.store, start.tree, capture.tree, lambda p: in_scope(p) or p in outside

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from snapshotter.durable import settle
 from snapshotter.errors import StoreError
 from snapshotter.fileio import write_atomic
 from snapshotter.history import codec
@@ -68,6 +69,12 @@ def _lenient(raw: bytes, path: Path) -> State:
 
 
 def save(store: Store, state: State, *, durable: bool = False) -> None:
+    """Replace state.json; what it names is made durable first (durable.py).
+
+    ``durable``: the document itself too, before returning (a restore's
+    journal: the way back is on disk before the first worktree write).
+    """
+    settle()
     write_atomic(store.root / STATE_FILE, dump(state), durable=durable)
 
 

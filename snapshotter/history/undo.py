@@ -21,6 +21,7 @@ from snapshotter.checkpoints import Record
 from snapshotter.errors import NotFound, NothingToDo, StoreError
 from snapshotter.history import journal
 from snapshotter.history.conflicts import refuse_changed
+from snapshotter.history.lost import require
 from snapshotter.history.records import Mark, RedoEntry, State
 from snapshotter.history.state_file import editing
 from snapshotter.models import RestoreReport
@@ -87,6 +88,7 @@ def restore_files(
                 f"no checkpoint {checkpoint_id} in this worktree (see `snapshotter list --all`)"
             )
         source, other = (cp.after, cp.before) if after else (cp.before, cp.after)
+        require(workspace.store, "restore", [(cp.id, source)], [(cp.id, other)], force=force)
         chosen = _expand(workspace, state, cp, [source, other], paths)
         safety = _safety(workspace, chosen)
         refuse_changed(
@@ -146,6 +148,7 @@ def redo(
         if not sess.redo:
             raise NothingToDo(f"nothing to redo in session {session_id}")
         entry = sess.redo[-1]
+        require(workspace.store, "redo", [(None, entry.tree)], [(None, entry.after)], force=force)
         safety = _safety(workspace, entry.paths)
         changed = refuse_changed(
             workspace,
@@ -228,6 +231,13 @@ def _revert(
             expected[f.path] = cp.after
             restore_from.setdefault(f.path, cp.before)
     paths = sorted(restore_from)
+    require(
+        workspace.store,
+        op,
+        [(cp.id, cp.before) for cp in targets],
+        [(cp.id, cp.after) for cp in targets],
+        force=force,
+    )
     safety = _safety(workspace, paths)
     refuse_changed(
         workspace,

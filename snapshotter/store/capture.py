@@ -130,7 +130,7 @@ class Snapshot:
             watched.again()  # nothing happened since
             assert watched.last is not None
             return Capture(watched.last.tree, dict(watched.last.scan.skipped), self.started)
-        self.old = old = stat_cache.load(self.manifest, self.kept)
+        self.old = old = self._stat_cache()
         self.result = result = self._walk(watched)
         last = watched.last if watched is not None else None
         if (
@@ -145,6 +145,14 @@ class Snapshot:
         if watched is not None:
             watched.keep(tree, result, old.serial, recheck)
         return Capture(tree, dict(result.skipped), self.started)
+
+    def _stat_cache(self) -> stat_cache.Manifest:
+        """The stat cache, unless it names a tree the store lacks (a crash took it,
+        issue 28.4): its blob ids cannot be trusted then, and every file is read."""
+        old = stat_cache.load(self.manifest, self.kept)
+        if old.tree is not None and not self.store.has(old.tree):
+            return stat_cache.Manifest()
+        return old
 
     def _walk(self, watched: Watched | None) -> ScanResult:
         """Only the directories the watcher saw change, if it can say; else everything."""

@@ -60,6 +60,7 @@ from snapshotter.store.object_files import (
     move_in,
     own_loose_objects,
     own_pack_indexes,
+    settle_records,
     shared_files,
     size,
     work_dir,
@@ -290,6 +291,7 @@ def compact_pass(
         with store.locked():
             new_names = move_in(work, objects / "pack")
             keep = _still_needed(store, plan, job, alive, live)
+            settle_records(store.root)
             _delete_old(job, keep, new_names)
     finally:
         shutil.rmtree(work, ignore_errors=True)

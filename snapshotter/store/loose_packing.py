@@ -17,7 +17,13 @@ from snapshotter.git import packs as packwriter
 from snapshotter.git.loose import loose_id
 from snapshotter.git.objects import ObjectError
 from snapshotter.store.compaction import StoreLike
-from snapshotter.store.object_files import drop_loose, move_in, own_loose_objects, work_dir
+from snapshotter.store.object_files import (
+    drop_loose,
+    move_in,
+    own_loose_objects,
+    settle_records,
+    work_dir,
+)
 
 
 def count_loose_objects(store: StoreLike) -> int:
@@ -59,6 +65,7 @@ def _pack_loose(store: StoreLike, loose: list[Path]) -> int:
             raise StoreError(f"gc stopped, nothing deleted: {exc}") from exc
         with store.locked():
             move_in(work, objects / "pack")
+            settle_records(store.root)
             drop_loose(loose)
     finally:
         shutil.rmtree(work, ignore_errors=True)

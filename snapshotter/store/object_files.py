@@ -17,11 +17,15 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from snapshotter import durable
 from snapshotter.fileio import remove_leftovers
 from snapshotter.git.loose import FAN_OUT, GIT_TEMP_PREFIX, loose_files, loose_id
 from snapshotter.git.pack_index import read_pack_index
 from snapshotter.git.packs import PACK_FILE, clean_pack_dir
 
+# The store's records, which name objects: state.json (history/state_file.py) and
+# the stat cache (stat_cache.py). Durable before any object goes (``settle_records``).
+RECORDS = ("state.json", "manifest", "manifest.log")
 SCRATCH = "gc-scratch"  # in objects/pack: only where older versions left it
 WORK = "gc-work"  # in the store root: packs being written without the store lock
 
@@ -116,7 +120,15 @@ def move_in(work: Path, pack_dir: Path) -> set[str]:
     names = {p.name for p in work.iterdir() if PACK_FILE.match(p.name)}
     for name in sorted(names, key=lambda n: n.endswith(".idx")):
         os.replace(work / name, pack_dir / name)
+        durable.wrote(pack_dir / name)
     return names
+
+
+def settle_records(store_root: Path) -> None:
+    """Before objects are deleted: what replaces them (a pack just moved in) and the
+    records that no longer name them are durable, so a power cut can bring back
+    no record naming what is gone (durable.py)."""
+    durable.settle(*(store_root / name for name in RECORDS))
 
 
 def drop_loose(loose: list[Path]) -> None:

@@ -14,6 +14,7 @@ import os
 import stat
 from pathlib import Path
 
+from snapshotter import durable
 from snapshotter.git.loose import loose_name
 from snapshotter.git.pack_index import read_pack_index
 
@@ -121,8 +122,11 @@ def _link_loose(
             if fan_out not in made:
                 with contextlib.suppress(FileExistsError):
                     os.mkdir(fan_out)
+                    durable.entered(dst_root)
                 made.add(fan_out)
             os.link(src, f"{fan_out}/{file_name}", follow_symlinks=False)
+            # The source may not have synced it (git leaves loose objects unsynced).
+            durable.wrote(f"{fan_out}/{file_name}")
         except FileExistsError:
             pass  # we have that object
         except FileNotFoundError:
@@ -154,4 +158,5 @@ def _link(src: Path, dst: Path) -> bool:
         if not os.path.samefile(src, dst):
             raise
         return False
+    durable.wrote(dst)  # synced by the next settle, with the name just made
     return True

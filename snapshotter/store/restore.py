@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from snapshotter import progress
+from snapshotter import durable, progress
 from snapshotter.errors import UnsafePath, WorktreeWriteFailed
 from snapshotter.fileio import TEMP_PREFIX, lstat_within, real_parents, temp_name
 from snapshotter.git.kinds import MODE_EXEC, MODE_FILE, MODE_LINK, git_mode
@@ -167,6 +167,7 @@ def _remove(root: Path, rel: str) -> bool:
         return False
     path = root / rel
     os.unlink(path)
+    durable.entered(path.parent)
     _prune_empty_dirs(root, path.parent)
     return True
 
@@ -190,6 +191,7 @@ def _ensure_parents(root: Path, rel: str) -> None:
         st = _lstat(current)
         if st is None:
             current.mkdir()
+            durable.entered(current.parent)
         elif not stat.S_ISDIR(st.st_mode):
             kind = "a symlink" if stat.S_ISLNK(st.st_mode) else "a file"
             raise UnsafePath(rel, f"{current.relative_to(root)} is {kind}, not a directory")
@@ -224,6 +226,7 @@ def _write(store: Store, root: Path, rel: str, target: Entry, temp: str | None) 
     )
     if same_kind and hash_file(path) == oid:  # only the exec bit differs: flip it in place
         os.chmod(path, _file_mode(mode))
+        durable.wrote(path)
         return True
     tmp = path.parent / (temp or temp_name())
     try:
@@ -239,6 +242,12 @@ def _write(store: Store, root: Path, rel: str, target: Entry, temp: str | None) 
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    # On disk before the journal that wrote it is closed (durable.py): a power cut
+    # then leaves the journal, which finishes the restore, or the restored file.
+    if mode == MODE_LINK:
+        durable.entered(path.parent)
+    else:
+        durable.wrote(path)
     return True
 
 

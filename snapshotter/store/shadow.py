@@ -20,6 +20,7 @@ from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from snapshotter import durable
 from snapshotter.config import stores_dir
 from snapshotter.errors import StoreError
 from snapshotter.fileio import real_parents, remove_leftovers
@@ -126,6 +127,9 @@ class Store:
                 # The record first, byte-exact: no store without it (issue 13 §18).
                 (self.root / "worktree").write_bytes(os.fsencode(self.worktree.root) + b"\n")
                 init_bare(git_dir)
+                # Synced with the first objects, before the first record names one.
+                durable.wrote(self.root / "worktree")
+                durable.made_dirs(git_dir / "objects" / "pack", self.root)
         except (ObjectError, OSError) as exc:
             raise StoreError(f"cannot create the store in {self.root}: {exc}") from exc
         self._recover()

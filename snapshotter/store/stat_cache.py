@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from snapshotter import durable
 from snapshotter.fileio import write_atomic
 from snapshotter.store.signature import Signature
 
@@ -238,7 +239,10 @@ def save(path: Path, manifest: Manifest, kept: Kept | None = None) -> None:
     (and keep it in ``kept``, a watching process's copies)."""
     token = secrets.token_bytes(_TOKEN_BYTES)
     try:
-        size = write_atomic(path, _base(manifest, token))
+        durable.settle()  # the blobs and trees it names first (durable.py)
+        # On disk before its log names it (a power cut then leaves the old base
+        # and log, or the new base and either log: an old log names the old token).
+        size = write_atomic(path, _base(manifest, token), durable=True)
         # A kill here leaves the old base's log beside the new base: it names
         # the old token, so it is ignored.
         write_atomic(log_path(path), _LOG_MAGIC + token)
@@ -294,6 +298,7 @@ def record(path: Path, manifest: Manifest, delta: Delta, kept: Kept | None = Non
         save(path, manifest, kept)
         return
     try:
+        durable.settle()  # the blobs and trees the record names first (durable.py)
         _append(log_path(path), manifest.log_end, payload)
     except FileNotFoundError:
         save(path, manifest, kept)  # the log went: start a new base
