@@ -14,6 +14,9 @@ DEFAULT_MAX_NEW_FILE_SIZE = 2 * 1024 * 1024
 # What a checkpoint's file went through, and what span a checkpoint is (SPEC §4).
 Status = Literal["added", "modified", "deleted"]
 Kind = Literal["turn", "tool"]
+# The session `snapshotter checkpoint` records in: the user's own checkpoints and save
+# points, shown and undone beside the agent's (issue 26.1).
+MANUAL_SESSION = "cli"
 # Retention (gc): sessions idle longer are dropped; checkpoints kept per session;
 # the size budget per store, met by dropping the oldest sessions.
 DEFAULT_MAX_AGE_DAYS = 30.0

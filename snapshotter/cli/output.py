@@ -62,6 +62,11 @@ def age(delta: timedelta) -> str:
     return "just now" if seconds < 10 else f"{seconds} s ago"
 
 
+def _by_hand(cp: Checkpoint) -> bool:
+    """Whether the user recorded ``cp`` with ``snapshotter checkpoint``."""
+    return cp.reason == "checkpoint"
+
+
 _HEADER = f"{'ID':>5}  {'WHEN':<22}  {'KIND':<6}  {'WHAT':<36}  FILES"
 
 
@@ -69,9 +74,10 @@ def _line(cp: Checkpoint, indent: str, now: datetime) -> str:
     undone = "  (undone)" if cp.undone else ""
     skipped = f"  ! {len(cp.skipped)} skipped" if cp.skipped else ""
     if cp.kind == "turn" and not cp.files and not cp.skipped:
-        # Its tools changed files and changed them back (#21.1): undo passes it by.
-        undone += "  (no net change)"
-    kind = f"{indent}{cp.kind}"
+        # A save point (#26.1) names a state; a turn whose tools changed files and
+        # changed them back (#21.1) did nothing: undo passes both by.
+        undone += "  (save point)" if _by_hand(cp) else "  (no net change)"
+    kind = f"{indent}{'mark' if _by_hand(cp) else cp.kind}"
     label = display(cp.label)
     label = label if len(label) <= 36 else label[:35] + ELLIPSIS
     return (

@@ -74,24 +74,26 @@ class Recorder:
 
         The last snapshot is the newest of: any session's latest capture, the
         worktree as the last undo, redo, reset or restore left it (#21.6), and
-        the newest capture by anyone. None when nothing changed, or when there
-        was no snapshot before (this capture is then the baseline the next
-        checkpoint starts from).
+        the newest capture by anyone. With a ``label`` it is recorded even when
+        nothing changed (or there was no snapshot before): a save point, this
+        state under that name, to go back to (#26.1). Without one, None then
+        (this capture is the baseline the next checkpoint starts from).
         """
         with editing(self.workspace.store) as state:
             sess = state.session(self.session_id)
             start = _newest_mark(state, self.workspace.store)
             capture, mark = self._capture_pair(state)
             cp = None
-            if start is not None:
+            if start is not None or label:
                 cp = self._record(
                     state,
                     "turn",
                     labels.first_line(label) or "checkpoint",
-                    start,
+                    start or mark,
                     capture,
                     prompt=label or None,
                     reason="checkpoint",
+                    keep_empty=bool(label),
                 )
             sess.last = mark
             return cp

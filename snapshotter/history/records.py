@@ -66,6 +66,7 @@ class RedoEntry:
     paths: list[Name]
     tree: str  # the state just before the undo: what redo puts back
     after: str  # the state the undo left: a redo refuses if the user changed it since
+    at: int = 0  # time.time_ns() of the undo: which session a plain redo acts on (#26.1)
 
 
 @dataclass(kw_only=True)

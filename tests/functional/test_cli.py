@@ -256,7 +256,12 @@ def test_list_defaults_to_the_newest_session_and_filters_by_session_or_all(
     assert "session alpha" in human.out and "session beta" in human.out, (
         f"--all groups by session: {human.out}"
     )
-    assert listed(sn, repo, "--session", "nobody") == [], "an unknown session lists nothing"
+    unknown = sn("list", "-C", repo, "--session", "alphx")
+    assert unknown.code == 1, f"an unknown session is an error (#26.2): {unknown.out}"
+    unknown.one_line_error("no session alphx", "did you mean alpha?")
+    assert listed(sn, repo, "--session", "al") == listed(sn, repo, "--session", "alpha"), (
+        "a unique prefix selects the session, as git takes object ids"
+    )
 
 
 def test_list_session_and_all_together_is_a_usage_error(sn: Sn, repo: Path) -> None:
@@ -421,7 +426,7 @@ def test_nothing_to_undo_or_redo_exits_3(sn: Sn, repo: Path, data_dir: Path) -> 
     again = sn("undo", "-C", repo)
     assert again.code == 3, f"everything undone: undo exits 3, got {again.code}"
     again.one_line_error()
-    assert sn("undo", "-C", repo, "--session", "other").code == 3, "another session: nothing"
+    assert sn("undo", "-C", repo, "--session", "other").code == 1, "no such session: an error"
 
 
 def test_undo_refuses_files_changed_since_the_checkpoint_and_force_overrides(
@@ -686,9 +691,8 @@ def test_unexpected_exception_is_one_line_error_1(
         ["bogus"],
         ["list", "--bogus"],
         ["show"],
-        ["show", "abc"],
         ["undo", "extra"],
-        ["diff", "x"],
+        ["diff", "..3"],
         ["capture", "-C"],
     ],
     ids=lambda a: " ".join(a),
