@@ -21,6 +21,10 @@ from snapshotter.cli.context import (
     session_option,
 )
 
+verbose_option = click.option(
+    "-v", "--verbose", is_flag=True, help="List every file restored or removed (not ten)."
+)
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from snapshotter.engine import Engine, RestoreOptions
@@ -38,6 +42,7 @@ class Restoring:
     dry_run: bool
     force: bool
     as_json: bool
+    verbose: bool  # every file in the report, not the first ten
 
     @property
     def how(self) -> RestoreOptions:
@@ -63,7 +68,7 @@ class Restoring:
     def report(self, verb: str, rep: RestoreReport) -> None:
         from snapshotter.cli import output
 
-        output.report(verb, rep, self.as_json)
+        output.report(verb, rep, self.as_json, self.verbose)
 
 
 def restore_options(fn: Callable[..., None]) -> Callable[..., None]:
@@ -78,12 +83,22 @@ def restore_options(fn: Callable[..., None]) -> Callable[..., None]:
         dry_run: bool,
         force: bool,
         as_json: bool,
+        verbose: bool,
         **own: object,
     ) -> None:
-        fn(Restoring(c, directory, session_id, dry_run, force, as_json), **own)
+        listed = verbose or c.verbose
+        fn(Restoring(c, directory, session_id, dry_run, force, as_json, listed), **own)
 
     wrapped: Callable[..., None] = command
-    for option in (pass_ctx, json_option, force_option, dry_run_option, session_option, dir_option):
+    for option in (
+        pass_ctx,
+        verbose_option,
+        json_option,
+        force_option,
+        dry_run_option,
+        session_option,
+        dir_option,
+    ):
         wrapped = option(wrapped)
     return wrapped
 

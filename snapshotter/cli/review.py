@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import click
 
@@ -14,7 +14,16 @@ from snapshotter.cli.context import (
     session_option,
 )
 
+color_option = click.option(
+    "--color",
+    type=click.Choice(["auto", "always", "never"]),
+    default="auto",
+    show_default=True,
+    help="Colour the output (auto: only on a terminal, not with NO_COLOR set).",
+)
+
 if TYPE_CHECKING:
+    from snapshotter.cli.terminal import ColorChoice
     from snapshotter.engine import Engine
     from snapshotter.models import Checkpoint
 
@@ -24,11 +33,22 @@ if TYPE_CHECKING:
 @session_option
 @click.option("--all", "all_sessions", is_flag=True, help="List every session's checkpoints.")
 @json_option
+@color_option
 @pass_ctx
 def list_(
-    c: Ctx, directory: str, session_id: str | None, all_sessions: bool, as_json: bool
+    c: Ctx,
+    directory: str,
+    session_id: str | None,
+    all_sessions: bool,
+    as_json: bool,
+    color: ColorChoice,
 ) -> None:
-    """List checkpoints, newest session by default; tools indented under turns."""
+    """List checkpoints, newest session by default; tools indented under turns.
+
+    Your own checkpoints (`snapshotter checkpoint`, session cli) are listed
+    beside the session's, as KIND mark. FILES counts what each one changed:
+    +added ~modified -deleted files. WHAT widens to the terminal's width.
+    """
     from snapshotter.cli import output
     from snapshotter.config import MANUAL_SESSION
     from snapshotter.errors import NothingToDo, WorktreeMoved
@@ -56,7 +76,16 @@ def list_(
         output.emit_json([cp.model_dump(mode="json") for cp in cps])
         return
     others = len({cp.session_id for cp in everyone} - shown)
-    output.checkpoints(cps, show_session=all_sessions, session=session, others=others)
+    from snapshotter.cli import terminal
+
+    output.checkpoints(
+        cps,
+        show_session=all_sessions,
+        session=session,
+        others=others,
+        columns=terminal.columns(),
+        color=terminal.use_color(color),
+    )
 
 
 def _checkpoint(c: Ctx, directory: str, named: str | None) -> tuple[Engine, Checkpoint]:
@@ -118,13 +147,7 @@ def _diff_target(
 )
 @click.option("--stat", is_flag=True, help="One line per file, as git diff --stat.")
 @json_option
-@click.option(
-    "--color",
-    type=click.Choice(["auto", "always", "never"]),
-    default="auto",
-    show_default=True,
-    help="Colour the output (auto: only on a terminal, not with NO_COLOR set).",
-)
+@color_option
 @click.option("--no-pager", is_flag=True, help="Never page the output.")
 @pass_ctx
 def diff(
@@ -134,7 +157,7 @@ def diff(
     to_now: bool,
     stat: bool,
     as_json: bool,
-    color: Literal["auto", "always", "never"],
+    color: ColorChoice,
     no_pager: bool,
 ) -> None:
     """Show what checkpoint ID changed (default: the newest one), as a unified diff.

@@ -131,7 +131,10 @@ class Recorder:
         tool_name: str,
         named: Sequence[str] = (),
         command: str | None = None,
+        *,
+        failed: bool = False,
     ) -> Record | None:
+        """``failed``: the runtime said the tool failed (its checkpoint says so, #26.4)."""
         with editing(self.workspace.store) as state:
             sess = state.session(self.session_id)
             start = _pop_tool(sess.tools, tool_use_id, tool_name) or sess.last
@@ -154,6 +157,7 @@ class Recorder:
                 labels.for_tool(name, start.named, start.command),
                 start,
                 capture,
+                reason="failed" if failed else None,
                 tool_name=name,
                 command=start.command,
                 outside=start.named,

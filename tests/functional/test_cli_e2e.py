@@ -169,6 +169,8 @@ def test_demo_runs_and_shows_list_diff_undo_redo(
     for shown in ("└", "diff --git", "undid checkpoint", "(undone)", "redid checkpoint"):
         assert shown in done.stdout, f"demo output shows {shown!r}: {done.stdout}"
     assert "hook events sent" in done.stdout, f"demo goes through the hook: {done.stdout}"
+    assert "+added ~modified -deleted" in done.stdout, "the FILES legend where it first shows"
+    assert not done.stdout.rstrip().endswith("True"), f"no stray `...: True`: {done.stdout}"
     assert not list(scratch.iterdir()), "demo removes its throwaway repository"
     assert not data_dir.exists(), "demo never touches the user's data directory"
 
