@@ -392,9 +392,9 @@ def test_a_closed_pipe_and_the_time_zone_are_the_same_served_or_not(
     turn(root, "s", {"a.txt": "agent\n"}, data_dir)
     for served in (True, False):
         for args in (("list",), ("show", "1"), ("diff", "1", "--no-pager")):
-            code, err, where = closed_pipe_run(tmp_path, data_dir, *args, cwd=root, served=served)
+            code, said, where = closed_pipe_run(tmp_path, data_dir, *args, cwd=root, served=served)
             assert where == ("served" if served else "local"), (args, where)
-            assert (code, err) == (141, b""), f"{args} served={served}: {code} {err!r}"
+            assert (code, said) == (141, b""), f"{args} served={served}: {code} {said!r}"
     times = set()
     for served in (True, False):
         code, out, err, where = cli(
