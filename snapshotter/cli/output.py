@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from snapshotter.checkpoints import NOT_HELD_IGNORED
 from snapshotter.models import Checkpoint, RestoreReport
 from snapshotter.names import display, encode
 
@@ -93,8 +94,11 @@ def _header(look: _Look) -> str:
 
 def _line(cp: Checkpoint, indent: str, now: datetime, look: _Look = _Look()) -> str:
     notes = []
-    if cp.skipped:
-        notes.append(look.paint(f"! {len(cp.skipped)} skipped", fg="red"))
+    lost = sum(s.reason == NOT_HELD_IGNORED for s in cp.skipped)
+    if len(cp.skipped) > lost:
+        notes.append(look.paint(f"! {len(cp.skipped) - lost} skipped", fg="red"))
+    if lost:  # ignored files it deleted (#26.3)
+        notes.append(look.paint(f"! {lost} ignored deleted, not held", fg="red"))
     if cp.reason == "failed":
         notes.append(look.paint("(failed)", fg="red"))  # the runtime said the tool failed
     if cp.undone:
@@ -154,10 +158,15 @@ def checkpoints(
         say(_line(cp, "", now, look))
         for child in (c for c in cps if c.parent == cp.id):
             say(_line(child, NESTED, now, look))
-    warned = [cp for cp in cps if cp.skipped]
-    if warned:
+    reasons = {s.reason == NOT_HELD_IGNORED for cp in cps for s in cp.skipped}
+    if False in reasons:
         say(
             "! skipped files are not in the snapshot; undo cannot restore them "
+            "(see `snapshotter show ID`)"
+        )
+    if True in reasons:
+        say(
+            "! ignored files deleted were never stored; undo cannot bring them back "
             "(see `snapshotter show ID`)"
         )
 
@@ -181,14 +190,17 @@ def checkpoint_detail(cp: Checkpoint) -> None:
             click.echo(f"        {line}")
     if cp.command:
         click.echo(f"ran     {display(cp.command)}")
-    if cp.reason and cp.reason not in ("checkpoint", "failed", "normal"):
+    if cp.reason and cp.reason not in ("checkpoint", "failed", "normal", "turn_end"):
         click.echo(f"ended   {cp.reason}")
     click.echo(f"trees {cp.before[:12]} {ARROW} {cp.after[:12]}")
     mark = {"added": "+", "modified": "~", "deleted": "-"}
     for f in cp.files:
         click.echo(f"  {mark[f.status]} {display(f.path)}")
     for s in cp.skipped:
-        click.echo(f"  ! {display(s.path)}  (skipped: {s.reason}; undo cannot restore it)")
+        if s.reason == NOT_HELD_IGNORED:
+            click.echo(f"  ! {display(s.path)}  (deleted; {s.reason}: undo cannot bring it back)")
+        else:
+            click.echo(f"  ! {display(s.path)}  (skipped: {s.reason}; undo cannot restore it)")
 
 
 _INFINITIVE = {"undid": "undo", "redid": "redo", "reset": "reset", "restored": "restore"}
@@ -217,6 +229,8 @@ def report(verb: str, rep: RestoreReport, as_json: bool, verbose: bool = False) 
         click.echo(f"  {ELLIPSIS} and {len(lines) - len(shown)} more (--verbose lists them all)")
     for path in rep.skipped:
         click.echo(f"  ! left alone {display(path)} (skipped when recorded: not in the snapshot)")
+    for path in rep.not_held:
+        click.echo(f"  ! not brought back {display(path)} (not held: ignored, never stored)")
     if not rep.dry_run and verb in ("undid", "reset", "restored"):
         click.echo("run `snapshotter redo` to put it back")
 

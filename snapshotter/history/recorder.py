@@ -16,6 +16,7 @@ from snapshotter.checkpoints import Change, Record
 from snapshotter.config import Kind, now_iso
 from snapshotter.errors import StoreError, UnsafePath
 from snapshotter.history import labels
+from snapshotter.history.not_held import ignored_deleted
 from snapshotter.history.ownership import owned
 from snapshotter.history.records import MAX_PENDING_TOOLS, Mark, State
 from snapshotter.history.settle import settle
@@ -146,9 +147,7 @@ class Recorder:
                 named=sorted({*start.named, *named}),
                 command=start.command or (labels.bounded(command) if command else None),
             )
-            capture = Capture(
-                self._fresh(capture.tree, start.named), capture.skipped, capture.started
-            )
+            capture = replace(capture, tree=self._fresh(capture.tree, start.named))
             mark = replace(mark, tree=capture.tree)
             name = tool_name or "tool"
             cp = self._record(
@@ -197,9 +196,7 @@ class Recorder:
                 return self._end_turn(state, "interrupted")
             start, sess.tools = sess.tools[0], []
             capture, mark = self._capture_pair(state)
-            capture = Capture(
-                self._fresh(capture.tree, start.named), capture.skipped, capture.started
-            )
+            capture = replace(capture, tree=self._fresh(capture.tree, start.named))
             name = start.tool_name or "tool"
             cp = self._record(
                 state,
@@ -287,7 +284,7 @@ class Recorder:
             return start, capture
         before = store.edit_tree(start.tree, first)
         after = self._fresh(capture.tree, sorted(first))
-        return replace(start, tree=before), Capture(after, capture.skipped, capture.started)
+        return replace(start, tree=before), replace(capture, tree=after)
 
     def _capture(self, state: State) -> Mark:
         mark = self._capture_pair(state)[1]
@@ -329,6 +326,7 @@ class Recorder:
         )  # #12.1, #13.6, #21.2
         files = owned(self.workspace, state, self.session_id, kind, start, capture, files)
         skipped = [s for s in start.new_skips(capture) if self.workspace.in_scope(s.path)]
+        skipped += ignored_deleted(self.workspace, start, capture)
         if not files and not skipped and not keep_empty:
             return None
         return state.add(

@@ -17,7 +17,7 @@ import time
 from collections import defaultdict
 from dataclasses import replace
 
-from snapshotter.checkpoints import Record
+from snapshotter.checkpoints import NOT_HELD_IGNORED, Record
 from snapshotter.config import MANUAL_SESSION
 from snapshotter.errors import NotFound, NothingToDo, StoreError
 from snapshotter.history import journal
@@ -132,7 +132,7 @@ def restore_files(
                 at=time.time_ns(),
             )
         )
-        sess.last = _left(Capture(new_tree, safety.skipped, safety.started), state)
+        sess.last = _left(replace(safety, tree=new_tree), state)
         result = journal.run(
             workspace.store, state, safety.tree, steps, op="restore", checkpoints=[cp.id]
         )
@@ -195,7 +195,7 @@ def redo(
                     at=time.time_ns(),
                 )
             )
-        sess.last = _left(Capture(after, safety.skipped, safety.started), state)
+        sess.last = _left(replace(safety, tree=after), state)
         _rebase_open_spans(workspace, state, entry.tree, entry.paths)
         for cp_id in entry.checkpoints if entry.op != "restore" else ():  # a part: no flag
             cp = state.by_id(cp_id)
@@ -275,7 +275,7 @@ def _revert(
     # Everything the restore leads to is worked out and saved, with its journal,
     # before the first file is written (journal.py): what the worktree will be is
     # the safety tree with the restored paths as their checkpoints have them.
-    after = Capture(_after_tree(workspace, safety.tree, steps), safety.skipped, safety.started)
+    after = replace(safety, tree=_after_tree(workspace, safety.tree, steps))
     for cp in targets:
         _set_undone(state, cp, True)
     _rebase_open_spans(workspace, state, after.tree, paths)
@@ -318,7 +318,7 @@ def _safety(workspace: Workspace, paths: list[str]) -> Capture:
     for path in paths:  # one unsafe path rejects it all before anything is written
         check_path(path)
     capture = workspace.unguarded().capture()
-    return Capture(workspace.store.hold(capture.tree, paths), capture.skipped, capture.started)
+    return replace(capture, tree=workspace.store.hold(capture.tree, paths))
 
 
 def _after_tree(workspace: Workspace, safety: str, steps: list[tuple[str, list[str]]]) -> str:
@@ -379,14 +379,14 @@ def _plan(workspace: Workspace, steps: list[tuple[str, list[str]]]) -> RestoreRe
 
 
 def _report(state: State, ids: list[int], result: RestoreResult, dry_run: bool) -> RestoreReport:
-    """What was done, naming the skipped files a restore could not bring back."""
-    skipped = sorted(
-        {s.path for cp in state.checkpoints if cp.id in ids or cp.parent in ids for s in cp.skipped}
-    )
+    """What was done, naming the skipped files a restore could not bring back, and the
+    ignored ones the checkpoints deleted (never held)."""
+    found = [s for cp in state.checkpoints if cp.id in ids or cp.parent in ids for s in cp.skipped]
     return RestoreReport(
         checkpoint=ids,
         restored=result.restored,
         removed=result.removed,
-        skipped=skipped,
+        skipped=sorted({s.path for s in found if s.reason != NOT_HELD_IGNORED}),
+        not_held=sorted({s.path for s in found if s.reason == NOT_HELD_IGNORED}),
         dry_run=dry_run,
     )

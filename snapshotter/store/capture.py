@@ -74,13 +74,28 @@ class CaptureOptions:
         return cls(max_new_file_size, excluded, max_files)
 
 
+# Past this many ignored paths in one walk, none are remembered (a build's outputs
+# beside its sources): state.json keeps them in every mark (#26.3).
+MAX_IGNORED_SEEN = 1000
+
+
 @dataclass
 class Capture:
-    """One snapshot: its tree id, and the files left out of it (with why)."""
+    """One snapshot: its tree id, and the files left out of it (with why).
+
+    ``ignored``: the ignored paths the walk saw and passed by (a directory
+    ends in ``/``), sorted; None when unknown (or more than MAX_IGNORED_SEEN).
+    """
 
     tree: str
     skipped: dict[str, Skip] = field(default_factory=dict)
     started: int = 0  # time.time_ns() before the walk: what predates it was there before
+    ignored: list[str] | None = None
+
+
+def seen_ignored(found: Collection[str]) -> list[str] | None:
+    """A walk's ignored paths as a capture keeps them: sorted, or None past the cap."""
+    return sorted(found) if len(found) <= MAX_IGNORED_SEEN else None
 
 
 def take(store: Store, options: CaptureOptions) -> Capture:
@@ -129,7 +144,10 @@ class Snapshot:
         if watched is not None and watched.unchanged:
             watched.again()  # nothing happened since
             assert watched.last is not None
-            return Capture(watched.last.tree, dict(watched.last.scan.skipped), self.started)
+            scan = watched.last.scan
+            return Capture(
+                watched.last.tree, dict(scan.skipped), self.started, seen_ignored(scan.ignored)
+            )
         self.old = old = stat_cache.load(self.manifest, self.kept)
         self.result = result = self._walk(watched)
         last = watched.last if watched is not None else None
@@ -144,7 +162,7 @@ class Snapshot:
             tree, recheck = self._capture_all()
         if watched is not None:
             watched.keep(tree, result, old.serial, recheck)
-        return Capture(tree, dict(result.skipped), self.started)
+        return Capture(tree, dict(result.skipped), self.started, seen_ignored(result.ignored))
 
     def _walk(self, watched: Watched | None) -> ScanResult:
         """Only the directories the watcher saw change, if it can say; else everything."""
