@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from snapshotter.checkpoints import NOT_HELD_IGNORED
+from snapshotter.config import MANUAL_SESSION
 from snapshotter.models import Checkpoint, RestoreReport
 from snapshotter.names import display, encode
 
@@ -141,6 +142,8 @@ def checkpoints(
             if others
             else ""
         )
+        yours = any(cp.session_id == MANUAL_SESSION for cp in cps) and session != MANUAL_SESSION
+        more = f", and yours (session {MANUAL_SESSION}){more}" if yours else more
         say(look.paint(f"session {display(session)}", bold=True) + more)
     if not cps:
         say("no checkpoints")
@@ -229,7 +232,7 @@ def report(verb: str, rep: RestoreReport, as_json: bool, verbose: bool = False) 
         click.echo(f"  {ELLIPSIS} and {len(lines) - len(shown)} more (--verbose lists them all)")
     for path in rep.skipped:
         click.echo(f"  ! left alone {display(path)} (skipped when recorded: not in the snapshot)")
-    for path in rep.not_held:
+    for path in rep.not_held if verb != "redid" else ():  # (a redo deletes them again)
         click.echo(f"  ! not brought back {display(path)} (not held: ignored, never stored)")
     if not rep.dry_run and verb in ("undid", "reset", "restored"):
         click.echo("run `snapshotter redo` to put it back")
