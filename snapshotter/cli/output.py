@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from snapshotter.engine.moved import Recovered
 
 # Where stdout cannot encode them (PYTHONIOENCODING=latin-1), use_ascii() swaps these.
-NESTED = "└ "
+NESTED = "├ "  # a tool of the turn listed right below it
 ARROW = "→"
 ELLIPSIS = "…"
 
@@ -154,12 +154,17 @@ def checkpoints(
     shown = None
     for cp in cps:
         if cp.parent is not None and cp.parent in ids:
-            continue  # printed under its turn
+            continue  # printed with its turn
         if show_session and cp.session_id != shown:
             shown = cp.session_id
             say(look.paint(f"session {display(shown)}", bold=True))
+        # A turn's tools ended before it: listed just above it, so ids read in
+        # order (#26.4), each marked as the turn's.
+        children = [c for c in cps if c.parent == cp.id]
+        for child in (c for c in children if c.id < cp.id):
+            say(_line(child, NESTED, now, look))
         say(_line(cp, "", now, look))
-        for child in (c for c in cps if c.parent == cp.id):
+        for child in (c for c in children if c.id > cp.id):
             say(_line(child, NESTED, now, look))
     reasons = {s.reason == NOT_HELD_IGNORED for cp in cps for s in cp.skipped}
     if False in reasons:

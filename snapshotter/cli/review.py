@@ -43,7 +43,7 @@ def list_(
     as_json: bool,
     color: ColorChoice,
 ) -> None:
-    """List checkpoints, newest session by default; tools indented under turns.
+    """List checkpoints by id, newest session by default; each tool marked ├ above its turn.
 
     Your own checkpoints (`snapshotter checkpoint`, session cli) are listed
     beside the session's, as KIND mark. FILES counts what each one changed:

@@ -74,18 +74,13 @@ class CaptureOptions:
         return cls(max_new_file_size, excluded, max_files)
 
 
-# Past this many ignored paths in one walk, none are remembered (a build's outputs
-# beside its sources): state.json keeps them in every mark (#26.3).
-MAX_IGNORED_SEEN = 1000
+MAX_IGNORED_SEEN = 1000  # more ignored paths than this: none kept (state.json holds them)
 
 
 @dataclass
 class Capture:
-    """One snapshot: its tree id, and the files left out of it (with why).
-
-    ``ignored``: the ignored paths the walk saw and passed by (a directory
-    ends in ``/``), sorted; None when unknown (or more than MAX_IGNORED_SEEN).
-    """
+    """One snapshot: its tree id, the files left out of it (with why), and the ignored
+    paths its walk passed by (``name/``: a directory; None: unknown, or too many)."""
 
     tree: str
     skipped: dict[str, Skip] = field(default_factory=dict)
@@ -94,7 +89,7 @@ class Capture:
 
 
 def seen_ignored(found: Collection[str]) -> list[str] | None:
-    """A walk's ignored paths as a capture keeps them: sorted, or None past the cap."""
+    """A walk's ignored paths as a capture keeps them (#26.3): sorted, or None past the cap."""
     return sorted(found) if len(found) <= MAX_IGNORED_SEEN else None
 
 

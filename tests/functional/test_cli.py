@@ -224,16 +224,16 @@ def test_list_json_is_one_flat_list_with_tools_under_turns(sn: Sn, repo: Path) -
     assert TREE_ID.match(turn["before"]) and TREE_ID.match(turn["after"]), f"trees: {turn}"
 
 
-def test_list_human_output_nests_tools_under_their_turn(sn: Sn, repo: Path) -> None:
+def test_list_human_output_nests_tools_with_their_turn_ids_in_order(sn: Sn, repo: Path) -> None:
     agent = Agent(sn, repo)
     agent.turn({"src/new.py": "NEW = 1\n"}, tool="write_file")
     r = sn("list", "-C", repo)
     assert r.code == 0, f"list failed: {r.err}"
     lines = r.out.splitlines()
     turn_at = next(i for i, line in enumerate(lines) if re.match(r"\s*2\s", line))
-    tool_line = lines[turn_at + 1]
-    assert re.match(r"\s*1\s", tool_line) and "└" in tool_line and "write_file" in tool_line, (
-        f"tool checkpoint 1 must be printed indented right under turn 2: {r.out}"
+    tool_line = lines[turn_at - 1]
+    assert re.match(r"\s*1\s", tool_line) and "├" in tool_line and "write_file" in tool_line, (
+        f"tool checkpoint 1 must be printed marked right above turn 2 (ids in order): {r.out}"
     )
     assert "+1 ~0 -0" in lines[turn_at], f"turn line shows change counts: {r.out}"
 

@@ -166,7 +166,7 @@ def test_demo_runs_and_shows_list_diff_undo_redo(
     assert "Traceback" not in done.stderr, f"demo raised: {done.stderr}"
     for command in ("list", "diff --stat", "diff", "undo", "redo"):
         assert f"$ snapshotter {command}\n" in done.stdout, f"demo runs {command}: {done.stdout}"
-    for shown in ("└", "diff --git", "undid checkpoint", "(undone)", "redid checkpoint"):
+    for shown in ("├", "diff --git", "undid checkpoint", "(undone)", "redid checkpoint"):
         assert shown in done.stdout, f"demo output shows {shown!r}: {done.stdout}"
     assert "hook events sent" in done.stdout, f"demo goes through the hook: {done.stdout}"
     assert "+added ~modified -deleted" in done.stdout, "the FILES legend where it first shows"

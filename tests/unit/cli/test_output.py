@@ -69,10 +69,12 @@ def test_counts_and_time_stamps() -> None:
     )
 
 
-def test_the_list_nests_tools_under_their_turn(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_list_shows_ids_in_order_each_tool_above_its_turn(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     cps = [
-        checkpoint(1, label="x" * 50),
-        checkpoint(2, kind="tool", parent=1, label="Edit f"),
+        checkpoint(1, kind="tool", parent=2, label="Edit f"),
+        checkpoint(2, label="x" * 50),
         checkpoint(3, undone=True, files=[], skipped=[SkippedFile(path="big", reason="too large")]),
         checkpoint(4, files=[]),
     ]
@@ -80,8 +82,8 @@ def test_the_list_nests_tools_under_their_turn(capsys: pytest.CaptureFixture[str
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "session s; 2 other sessions here (`snapshotter list --all`)"
     assert lines[1].split() == ["ID", "WHEN", "KIND", "WHAT", "FILES"]
-    assert lines[2].startswith("    1  ") and "x" * 35 + "…  +0 ~1 -0" in lines[2]
-    assert "└ tool  Edit f" in lines[3]
+    assert lines[2].startswith("    1  ") and "├ tool  Edit f" in lines[2], "#26.4: ids in order"
+    assert lines[3].startswith("    2  ") and "x" * 35 + "…  +0 ~1 -0" in lines[3]
     assert lines[4].endswith("+0 ~0 -0  ! 1 skipped  (undone)")
     assert lines[5].endswith("+0 ~0 -0  (no net change)")
     assert lines[6].startswith("! skipped files are not in the snapshot")
@@ -118,7 +120,7 @@ def test_ascii_stand_ins(
     for name in ("NESTED", "ARROW", "ELLIPSIS"):
         monkeypatch.setattr(output, name, getattr(output, name))  # restored after the test
     output.use_ascii()
-    output.checkpoints([checkpoint(1, label="y" * 40), checkpoint(2, kind="tool", parent=1)])
+    output.checkpoints([checkpoint(1, kind="tool", parent=2), checkpoint(2, label="y" * 40)])
     text = capsys.readouterr().out
     assert "+ tool" in text and "y" * 35 + "..." in text
     assert text.isascii()
