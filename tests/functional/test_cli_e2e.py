@@ -97,6 +97,7 @@ def test_hook_list_undo_redo_reset_through_the_console_script(repo: Path) -> Non
         "restored": ["src/app.py"],
         "removed": ["src/new.py"],
         "skipped": [],
+        "not_held": [],
         "dry_run": False,
     }, undo.out
     assert (repo / "src/app.py").read_text() == "print('hi')\n", "undo restored the file"
