@@ -101,6 +101,11 @@ if TYPE_CHECKING:
     from snapshotter.store.capture import Capture
 
 
+def __dir__() -> list[str]:
+    """What the package offers (#26.6): its API, not its import machinery."""
+    return sorted([*__all__, "__version__"])
+
+
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:

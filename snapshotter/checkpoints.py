@@ -37,6 +37,11 @@ class Skipped:
     reason: str
 
 
+# The reason of an ignored file (or directory, ``name/``) the walk had seen that a
+# span deleted: never in the store, so undo cannot bring it back (#26.3).
+NOT_HELD_IGNORED = "not held: ignored"
+
+
 @dataclass(kw_only=True)
 class Record:
     """One span in which files changed (a turn, or a tool call), undoable as a whole.

@@ -17,6 +17,9 @@ Kind = Literal["turn", "tool"]
 # Who ran an undo, redo, reset, restore or checkpoint (the operation log): you from
 # the shell, the agent through `snapshotter mcp`, or a runtime through the hook API.
 Actor = Literal["shell", "agent", "hook"]
+# The session `snapshotter checkpoint` records in: the user's own checkpoints and save
+# points, shown and undone beside the agent's (issue 26.1).
+MANUAL_SESSION = "cli"
 # Retention (gc): sessions idle longer are dropped; checkpoints kept per session;
 # the size budget per store, met by dropping the oldest sessions.
 DEFAULT_MAX_AGE_DAYS = 30.0

@@ -14,6 +14,11 @@ class SnapshotterError(Exception):
 
     exit_code = 1
 
+    @property
+    def cli_message(self) -> str:
+        """The message as the CLI says it: options where the API names parameters."""
+        return str(self)
+
 
 class NotAWorktree(SnapshotterError):
     def __init__(self, path: str) -> None:
@@ -171,10 +176,13 @@ class Conflict(SnapshotterError):
             groups.setdefault(self.by[path], []).append(display(path))
         shown = "; ".join(f"{', '.join(names)} (by {who})" for who, names in groups.items())
         more = f" and {len(self.paths) - 5} more" if len(self.paths) > 5 else ""
-        super().__init__(
-            f"changed since the checkpoint: {shown}{more} (use --force to overwrite; "
-            "redo brings them back)"
-        )
+        said = f"changed since the checkpoint: {shown}{more}"
+        super().__init__(f"{said} (force=True overwrites them; redo brings them back)")
+        self._cli = f"{said} (use --force to overwrite; redo brings them back)"
+
+    @property
+    def cli_message(self) -> str:
+        return self._cli
 
 
 def _quote(path: str) -> str:

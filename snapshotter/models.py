@@ -112,4 +112,7 @@ class RestoreReport(BaseModel):
     restored: list[PathName]
     removed: list[PathName]
     skipped: list[PathName] = Field(default_factory=list)  # not in the snapshot: left alone
+    # Ignored files (``name/``: directories) the checkpoints deleted: never stored, so
+    # not brought back (#26.3).
+    not_held: list[PathName] = Field(default_factory=list)
     dry_run: bool = False

@@ -160,16 +160,13 @@ class AgentTools:
         from snapshotter.errors import NothingToDo
 
         engine = self.engine(create=True)
-        baseline = not engine.has_snapshot()
         try:
             sid = self.session(engine)
         except NothingToDo:  # no hook reported a session here: the runtime's, else "agent"
             sid = next((v for k in SESSION_VARIABLES if (v := os.environ.get(k))), "agent")
-        cp = engine.checkpoint(label, sid, by="agent")
-        if cp is None and not baseline:
-            raise NothingToDo("nothing changed since the last snapshot: no checkpoint recorded")
-        if cp is None:
-            return {"checkpoint": None, "note": "first snapshot here: it is the baseline"}
+        # A label makes it a save point: recorded even when nothing changed (issue 26.1).
+        cp = engine.checkpoint(label or "save point", sid, by="agent")
+        assert cp is not None, "a labelled checkpoint is always recorded"
         return cp.model_dump(mode="json")
 
     def _how(self, dry_run: bool, force: bool) -> dict[str, bool]:

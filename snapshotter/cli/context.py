@@ -66,8 +66,12 @@ class Ctx:
         )
 
     def session(self, engine: Engine, explicit: str | None) -> str:
-        """The session a command acts on; a turn it left open (Esc) is closed first."""
-        found = engine.resolve_session(explicit)
+        """The session a command acts on; a turn it left open (Esc) is closed first.
+
+        ``explicit``: what ``--session`` named, an id or a unique prefix of one
+        (an unknown one is an error, #26.2); else the newest session here.
+        """
+        found = engine.named_session(explicit) if explicit else engine.resolve_session()
         engine.close_interrupted(found)
         return found
 

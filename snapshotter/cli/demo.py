@@ -15,6 +15,7 @@ from pathlib import Path
 
 import click
 
+from snapshotter.cli.output import LEGEND
 from snapshotter.cli.replay import build_repo, load_recipe, load_session, replay
 
 SESSION = "docker_agent_two_turns"
@@ -30,8 +31,9 @@ def run_demo(keep: bool = False) -> None:
         click.secho(f"# replaying '{session['name']}' through `snapshotter hook`", bold=True)
         count = replay(session, repo, lambda event: _hook(data, event))
         click.echo(f"{count} hook events sent")
+        _run(data, repo, ["list"])
+        click.secho(f"# FILES: {LEGEND}", bold=True)
         for args in (
-            ["list"],
             ["diff", "--stat"],
             ["diff"],
             ["undo"],
@@ -40,10 +42,10 @@ def run_demo(keep: bool = False) -> None:
             ["show", "3"],
         ):
             _run(data, repo, args)
-        gone = not (repo / "src" / "config.py").exists()
-        click.secho(
-            f"# after redo, src/config.py is deleted again as the agent left it: {gone}", bold=True
-        )
+        if not (repo / "src" / "config.py").exists():
+            click.secho(
+                "# after redo, src/config.py is deleted again, as the agent left it", bold=True
+            )
     finally:
         _stop_hook_server(data)
         if keep:

@@ -30,7 +30,19 @@ if TYPE_CHECKING:
     from snapshotter.engine.serving import Resident
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _ClosedPipe(Exception):
+    """stdout's reader went away; past click, which would make it exit 1."""
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError as exc:
+            raise _ClosedPipe from exc
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--data-dir",
     metavar="DIR",
@@ -101,6 +113,9 @@ def main(argv: list[str] | None = None, resident: Resident | None = None) -> Non
     try:
         with progress.shown_on_terminal():
             cli.main(args=args, prog_name="snapshotter", standalone_mode=False, obj=resident)
+        sys.stdout.flush()  # a reader gone (`| head`) shows here, not at exit
+    except (BrokenPipeError, _ClosedPipe):
+        _closed_pipe()
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except (click.Abort, KeyboardInterrupt):
@@ -119,7 +134,7 @@ def main(argv: list[str] | None = None, resident: Resident | None = None) -> Non
 
             traceback.print_exc()
         if isinstance(exc, SnapshotterError):
-            _fail(str(exc), exc.exit_code, as_json)
+            _fail(exc.cli_message, exc.exit_code, as_json)
         where = _log_internal_error(args[:command_at])
         _fail(
             f"internal error: {type(exc).__name__}: {exc} (details in {where}; "
@@ -130,12 +145,26 @@ def main(argv: list[str] | None = None, resident: Resident | None = None) -> Non
     sys.exit(0)
 
 
+def _closed_pipe() -> NoReturn:
+    """The reader of stdout went away: stop quietly with 141, as git does (it dies of
+    SIGPIPE), whether the command ran here or in the hook server (#26.6)."""
+    import contextlib
+
+    with contextlib.suppress(OSError, ValueError):  # (no file descriptor: a test's stream)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # nothing more to flush into the closed pipe
+    sys.exit(141)
+
+
 def _fail(message: str, code: int, as_json: bool) -> NoReturn:
     """One line on stderr; with ``--json`` the same error as a JSON object on stdout too."""
     from snapshotter.cli import output
 
     if as_json:
-        output.emit_json({"error": message, "exit_code": code})
+        import contextlib
+
+        with contextlib.suppress(BrokenPipeError):  # the line on stderr still says it
+            output.emit_json({"error": message, "exit_code": code})
     output.error(message)
     sys.exit(code)
 

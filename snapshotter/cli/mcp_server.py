@@ -74,9 +74,10 @@ DESCRIPTIONS = {
         "this back." + NEVER
     ),
     "checkpoint": (
-        "Record what changed since the last snapshot as a checkpoint named label, e.g. "
-        "before something risky, so that exactly what follows can be undone. Writes no "
-        "file; returns the checkpoint (nothing changed since: an error saying so)."
+        "Record a save point named label, e.g. before something risky: what changed "
+        "since the last snapshot (possibly nothing), so that exactly what follows can be "
+        "undone and the user can go back to it by name (`snapshotter reset --to LABEL`). "
+        "Writes no file; returns the checkpoint."
     ),
 }
 

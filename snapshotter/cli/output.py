@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from snapshotter.checkpoints import NOT_HELD_IGNORED
+from snapshotter.config import MANUAL_SESSION
 from snapshotter.names import display, encode
 
 if TYPE_CHECKING:
@@ -18,7 +21,7 @@ if TYPE_CHECKING:
     from snapshotter.models import Checkpoint, RestoreReport
 
 # Where stdout cannot encode them (PYTHONIOENCODING=latin-1), use_ascii() swaps these.
-NESTED = "└ "
+NESTED = "├ "  # a tool of the turn listed right below it
 ARROW = "→"
 ELLIPSIS = "…"
 
@@ -31,6 +34,9 @@ def use_ascii() -> None:
 
 def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+LEGEND = "+added ~modified -deleted files"  # what ``counts`` shows, said where it first appears
 
 
 def counts(cp: Checkpoint) -> str:
@@ -62,21 +68,53 @@ def age(delta: timedelta) -> str:
     return "just now" if seconds < 10 else f"{seconds} s ago"
 
 
-_HEADER = f"{'ID':>5}  {'WHEN':<22}  {'KIND':<6}  {'WHAT':<36}  FILES"
+def _by_hand(cp: Checkpoint) -> bool:
+    """Whether the user recorded ``cp`` with ``snapshotter checkpoint``."""
+    return cp.reason == "checkpoint"
 
 
-def _line(cp: Checkpoint, indent: str, now: datetime) -> str:
-    undone = "  (undone)" if cp.undone else ""
-    skipped = f"  ! {len(cp.skipped)} skipped" if cp.skipped else ""
+# The columns before and after WHAT: ``ID  WHEN  KIND  `` and ``  +1 ~1 -0`` with room.
+_OTHER_COLUMNS = 5 + 2 + 22 + 2 + 6 + 2 + 2 + 13
+MIN_LABEL = 36  # WHAT's width at 80 columns, and in pipes (scripts see one layout)
+
+
+@dataclass(frozen=True)
+class _Look:
+    """How the ``list`` table is drawn: WHAT's width, and colour or not (as git decides)."""
+
+    width: int = MIN_LABEL
+    color: bool = False
+
+    def paint(self, text: str, **style: Any) -> str:
+        return click.style(text, **style) if self.color and text else text
+
+
+def _header(look: _Look) -> str:
+    return f"{'ID':>5}  {'WHEN':<22}  {'KIND':<6}  {'WHAT':<{look.width}}  FILES"
+
+
+def _line(cp: Checkpoint, indent: str, now: datetime, look: _Look = _Look()) -> str:
+    notes = []
+    lost = sum(s.reason == NOT_HELD_IGNORED for s in cp.skipped)
+    if len(cp.skipped) > lost:
+        notes.append(look.paint(f"! {len(cp.skipped) - lost} skipped", fg="red"))
+    if lost:  # ignored files it deleted (#26.3)
+        notes.append(look.paint(f"! {lost} ignored deleted, not held", fg="red"))
+    if cp.reason == "failed":
+        notes.append(look.paint("(failed)", fg="red"))  # the runtime said the tool failed
+    if cp.undone:
+        notes.append(look.paint("(undone)", dim=True))
     if cp.kind == "turn" and not cp.files and not cp.skipped:
-        # Its tools changed files and changed them back (#21.1): undo passes it by.
-        undone += "  (no net change)"
-    kind = f"{indent}{cp.kind}"
+        # A save point (#26.1) names a state; a turn whose tools changed files and
+        # changed them back (#21.1) did nothing: undo passes both by.
+        notes.append("(save point)" if _by_hand(cp) else "(no net change)")
+    kind = f"{indent}{'mark' if _by_hand(cp) else cp.kind}"
     label = display(cp.label)
-    label = label if len(label) <= 36 else label[:35] + ELLIPSIS
-    return (
-        f"{cp.id:>5}  {_when(cp, now):<22}  {kind:<6}  {label:<36}  {counts(cp)}{skipped}{undone}"
-    )
+    width = look.width
+    label = label if len(label) <= width else label[: width - 1] + ELLIPSIS
+    ident = look.paint(f"{cp.id:>5}", fg="yellow")  # as git log colours commit ids
+    tail = "".join(f"  {n}" for n in notes)
+    return f"{ident}  {_when(cp, now):<22}  {kind:<6}  {label:<{width}}  {counts(cp)}{tail}"
 
 
 def checkpoints(
@@ -84,70 +122,134 @@ def checkpoints(
     show_session: bool = False,
     session: str | None = None,
     others: int = 0,
+    *,
+    columns: int = 80,
+    color: bool = False,
 ) -> None:
-    """The ``list`` table; ``session`` is the one shown, ``others`` how many more exist."""
+    """The ``list`` table; ``session`` is the one shown, ``others`` how many more exist.
+
+    ``columns``: the terminal's width, which WHAT widens to fill (#26.4);
+    ``color``: ids, skips, failures and undone checkpoints coloured as git would.
+    """
+    look = _Look(max(MIN_LABEL, columns - _OTHER_COLUMNS), color)
+
+    def say(text: str) -> None:
+        click.echo(text, color=color)  # (click would strip colour off a terminal)
+
     if session is not None:
         more = (
             (f"; {others} other session{'s' if others > 1 else ''} here (`snapshotter list --all`)")
             if others
             else ""
         )
-        click.echo(f"session {display(session)}{more}")
+        yours = any(cp.session_id == MANUAL_SESSION for cp in cps) and session != MANUAL_SESSION
+        more = f", and yours (session {MANUAL_SESSION}){more}" if yours else more
+        say(look.paint(f"session {display(session)}", bold=True) + more)
     if not cps:
-        click.echo("no checkpoints")
+        say("no checkpoints")
         return
     now = datetime.now(UTC)
-    click.echo(_HEADER)
+    say(_header(look))
     ids = {cp.id for cp in cps}
     shown = None
     for cp in cps:
         if cp.parent is not None and cp.parent in ids:
-            continue  # printed under its turn
+            continue  # printed with its turn
         if show_session and cp.session_id != shown:
             shown = cp.session_id
-            click.echo(f"session {display(shown)}")
-        click.echo(_line(cp, "", now))
-        for child in (c for c in cps if c.parent == cp.id):
-            click.echo(_line(child, NESTED, now))
-    warned = [cp for cp in cps if cp.skipped]
-    if warned:
-        click.echo(
+            say(look.paint(f"session {display(shown)}", bold=True))
+        # A turn's tools ended before it: listed just above it, so ids read in
+        # order (#26.4), each marked as the turn's.
+        children = [c for c in cps if c.parent == cp.id]
+        for child in (c for c in children if c.id < cp.id):
+            say(_line(child, NESTED, now, look))
+        say(_line(cp, "", now, look))
+        for child in (c for c in children if c.id > cp.id):
+            say(_line(child, NESTED, now, look))
+    reasons = {s.reason == NOT_HELD_IGNORED for cp in cps for s in cp.skipped}
+    if False in reasons:
+        say(
             "! skipped files are not in the snapshot; undo cannot restore them "
+            "(see `snapshotter show ID`)"
+        )
+    if True in reasons:
+        say(
+            "! ignored files deleted were never stored; undo cannot bring them back "
             "(see `snapshotter show ID`)"
         )
 
 
 def checkpoint_detail(cp: Checkpoint) -> None:
+    """``show``: the checkpoint in full, as a person reads it: the local time, the
+    whole prompt, the command, whether the tool failed (#26.4); then its files."""
     state = "undone" if cp.undone else "active"
     parent = f", part of turn {cp.parent}" if cp.parent is not None else ""
-    click.echo(f"checkpoint {cp.id}  {cp.kind} {cp.label}  {cp.created_at}  ({state}{parent})")
+    failed = ", the tool failed" if cp.reason == "failed" else ""
+    kind = "checkpoint by hand" if _by_hand(cp) else cp.kind
+    click.echo(f"checkpoint {cp.id}  {kind}  {display(cp.label)}  ({state}{parent}{failed})")
+    local = parse_time(cp.created_at).astimezone()
+    ago = age(datetime.now(UTC) - parse_time(cp.created_at))
+    click.echo(f"when    {local.strftime('%Y-%m-%d %H:%M:%S %z')} ({ago})")
     click.echo(f"session {cp.session_id}")
+    if cp.prompt and cp.prompt != cp.label:
+        lines = [display(line) for line in cp.prompt.splitlines()] or [""]
+        click.echo(f"asked   {lines[0]}")
+        for line in lines[1:]:
+            click.echo(f"        {line}")
+    if cp.command:
+        click.echo(f"ran     {display(cp.command)}")
+    if cp.reason and cp.reason not in ("checkpoint", "failed", "normal", "turn_end"):
+        click.echo(f"ended   {cp.reason}")
     click.echo(f"trees {cp.before[:12]} {ARROW} {cp.after[:12]}")
     mark = {"added": "+", "modified": "~", "deleted": "-"}
     for f in cp.files:
         click.echo(f"  {mark[f.status]} {display(f.path)}")
     for s in cp.skipped:
-        click.echo(f"  ! {display(s.path)}  (skipped: {s.reason}; undo cannot restore it)")
+        if s.reason == NOT_HELD_IGNORED:
+            click.echo(f"  ! {display(s.path)}  (deleted; {s.reason}: undo cannot bring it back)")
+        else:
+            click.echo(f"  ! {display(s.path)}  (skipped: {s.reason}; undo cannot restore it)")
 
 
 _INFINITIVE = {"undid": "undo", "redid": "redo", "reset": "reset", "restored": "restore"}
 
 
-def report(verb: str, rep: RestoreReport, as_json: bool) -> None:
+SHOWN_FILES = 10  # a report names this many files, then "… and N more" (--verbose: all)
+
+
+def report(verb: str, rep: RestoreReport, as_json: bool, verbose: bool = False) -> None:
+    """What an undo, redo, reset or restore did: one line, then the files (the first
+    ``SHOWN_FILES`` of them unless ``verbose``: a restore of 950 files reads, #26.4)."""
     if as_json:
         emit_json(rep.model_dump(mode="json"))
         return
-    ids = ", ".join(str(i) for i in rep.checkpoint)
     done = "would restore" if rep.dry_run else "restored"
     gone = "would remove" if rep.dry_run else "removed"
     said = f"would {_INFINITIVE[verb]}" if rep.dry_run else verb
-    click.echo(f"{said} checkpoint {ids}: {len(rep.restored)} {done}, {len(rep.removed)} {gone}")
-    each(rep.restored, f"  {done:<8} {{}}")
-    each(rep.removed, f"  {gone:<8} {{}}")
+    click.echo(
+        f"{said} {_which(rep.checkpoint)}: {len(rep.restored)} {done}, {len(rep.removed)} {gone}"
+    )
+    lines = [(done, p) for p in rep.restored] + [(gone, p) for p in rep.removed]
+    shown = lines if verbose or len(lines) <= SHOWN_FILES else lines[: SHOWN_FILES - 1]
+    for what, path in shown:
+        click.echo(f"  {what:<8} {display(path)}")
+    if len(shown) < len(lines):
+        click.echo(f"  {ELLIPSIS} and {len(lines) - len(shown)} more (--verbose lists them all)")
     for path in rep.skipped:
         click.echo(f"  ! left alone {display(path)} (skipped when recorded: not in the snapshot)")
+    for path in rep.not_held if verb != "redid" else ():  # (a redo deletes them again)
+        click.echo(f"  ! not brought back {display(path)} (not held: ignored, never stored)")
     if not rep.dry_run and verb in ("undid", "reset", "restored"):
         click.echo("run `snapshotter redo` to put it back")
+
+
+def _which(ids: Sequence[int]) -> str:
+    """``checkpoint 3``, ``checkpoints 3, 7, 9``; ``your edits`` for a redo that puts
+    back only what a forced operation overwrote (it has no checkpoint, #26.6)."""
+    if not ids:
+        return "your edits"
+    plural = "s" if len(ids) > 1 else ""
+    return f"checkpoint{plural} {', '.join(str(i) for i in ids)}"
 
 
 def recover_report(done: Recovered, dry_run: bool, as_json: bool) -> None:

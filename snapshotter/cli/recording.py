@@ -70,7 +70,10 @@ def checkpoint_cmd(c: Ctx, directory: str, message: str, session_id: str, as_jso
     """Record what changed since the last snapshot as an undoable checkpoint.
 
     Run it before and after work you may want to take back; `snapshotter undo`
-    then reverts exactly those changes. (`capture` only prints a tree id.)
+    then reverts exactly those changes. With -m MSG it is always recorded, a
+    save point even when nothing changed: `snapshotter reset --to MSG` goes
+    back to this state, `snapshotter diff MSG..` shows what changed since.
+    (`capture` only prints a tree id.)
     """
     from snapshotter.cli import output
     from snapshotter.errors import NothingToDo
@@ -90,4 +93,5 @@ def checkpoint_cmd(c: Ctx, directory: str, message: str, session_id: str, as_jso
     if as_json:
         output.emit_json(cp.model_dump(mode="json"))
     else:
-        click.echo(f"checkpoint {cp.id}: {output.counts(cp)}  {cp.label}")
+        what = output.counts(cp) if cp.files else "save point"
+        click.echo(f"checkpoint {cp.id}: {what}  {cp.label}")

@@ -7,6 +7,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import click
 
@@ -18,6 +19,10 @@ from snapshotter.cli.context import (
     json_option,
     pass_ctx,
     session_option,
+)
+
+verbose_option = click.option(
+    "-v", "--verbose", is_flag=True, help="List every file restored or removed (not ten)."
 )
 
 TYPE_CHECKING = False
@@ -37,6 +42,7 @@ class Restoring:
     dry_run: bool
     force: bool
     as_json: bool
+    verbose: bool  # every file in the report, not the first ten
 
     @property
     def how(self) -> RestoreOptions:
@@ -45,18 +51,24 @@ class Restoring:
     def engine(self) -> Engine:
         return self.c.engine(self.directory, create=False)
 
-    def session(self, engine: Engine) -> str:
+    def session(self, engine: Engine, implied: str | None = None) -> str:
+        """``--session``'s, else ``implied`` (the session of a checkpoint named), else
+        the newest session here."""
+        if self.session_id is None and implied is not None:
+            engine.close_interrupted(implied)
+            return implied
         return self.c.session(engine, self.session_id)
+
+    def plain(self, engine: Engine, op: Literal["undo", "redo"]) -> str:
+        """The session a plain undo or redo acts on: ``--session``'s, else the newest
+        session's or the user's own checkpoints (session cli), whichever is newer."""
+        session = self.session(engine)
+        return session if self.session_id else engine.acting_session(session, op)
 
     def report(self, verb: str, rep: RestoreReport) -> None:
         from snapshotter.cli import output
 
-        output.report(verb, rep, self.as_json)
-
-    def run(self, verb: str, act: Callable[[Engine, str], RestoreReport]) -> None:
-        """``act`` on the worktree's engine and the session, reported as ``verb`` did it."""
-        engine = self.engine()
-        self.report(verb, act(engine, self.session(engine)))
+        output.report(verb, rep, self.as_json, self.verbose)
 
 
 def restore_options(fn: Callable[..., None]) -> Callable[..., None]:
@@ -71,39 +83,84 @@ def restore_options(fn: Callable[..., None]) -> Callable[..., None]:
         dry_run: bool,
         force: bool,
         as_json: bool,
+        verbose: bool,
         **own: object,
     ) -> None:
-        fn(Restoring(c, directory, session_id, dry_run, force, as_json), **own)
+        listed = verbose or c.verbose
+        fn(Restoring(c, directory, session_id, dry_run, force, as_json, listed), **own)
 
     wrapped: Callable[..., None] = command
-    for option in (pass_ctx, json_option, force_option, dry_run_option, session_option, dir_option):
+    for option in (
+        pass_ctx,
+        verbose_option,
+        json_option,
+        force_option,
+        dry_run_option,
+        session_option,
+        dir_option,
+    ):
         wrapped = option(wrapped)
     return wrapped
 
 
 @click.command()
+@click.argument("given", nargs=-1, metavar="")
 @restore_options
-def undo(r: Restoring) -> None:
-    """Revert the newest checkpoint (a turn with its tools). Undoable with redo."""
-    r.run("undid", lambda engine, session: engine.undo(session, **r.how))
+def undo(r: Restoring, given: tuple[str, ...]) -> None:
+    """Revert the newest checkpoint (a turn with its tools, or one of yours from
+    `snapshotter checkpoint`). Undoable with redo.
+
+    To go back to checkpoint ID: `snapshotter reset ID` reverts every one after
+    it; `snapshotter restore ID -- PATH` puts chosen files back as before it.
+    """
+    if given:
+        name = given[0]
+        raise click.UsageError(
+            f"undo takes no checkpoint: it reverts the newest one; `snapshotter reset {name}` "
+            f"reverts every checkpoint after {name}, `snapshotter restore {name} -- PATH` "
+            f"puts files back as they were before it"
+        )
+    engine = r.engine()
+    r.report("undid", engine.undo(r.plain(engine, "undo"), **r.how))
 
 
 @click.command()
 @restore_options
 def redo(r: Restoring) -> None:
     """Re-apply what the last undo or reset reverted, exactly."""
-    r.run("redid", lambda engine, session: engine.redo(session, **r.how))
+    engine = r.engine()
+    r.report("redid", engine.redo(r.plain(engine, "redo"), **r.how))
 
 
 @click.command()
-@click.argument("checkpoint_id", type=int, required=False, metavar="ID")
+@click.argument("checkpoint_id", required=False, metavar="ID")
+@click.option(
+    "--to",
+    "to",
+    metavar="MSG|ID",
+    help="The checkpoint to go back to: its id, or the message it was given "
+    "(`snapshotter checkpoint -m MSG`; the newest with that message).",
+)
 @click.option("--original", is_flag=True, help="Revert all of the session's checkpoints.")
 @restore_options
-def reset(r: Restoring, checkpoint_id: int | None, original: bool) -> None:
-    """Revert every checkpoint after ID, or all of them with --original."""
-    if (checkpoint_id is None) == (not original):
-        raise click.UsageError("give a checkpoint ID or --original (not both)")
-    r.run("reset", lambda engine, session: engine.reset(session, checkpoint_id, **r.how))
+def reset(r: Restoring, checkpoint_id: str | None, to: str | None, original: bool) -> None:
+    """Revert every checkpoint after ID (or --to MSG), or all of them with --original.
+
+    The session is the checkpoint's (as `show ID` finds it), else --session's,
+    else the newest here. The checkpoints you recorded yourself with
+    `snapshotter checkpoint` (session cli) count beside the agent's: a reset
+    goes back to the worktree as `list` shows it at that checkpoint.
+    """
+    if checkpoint_id is not None and to is not None:
+        raise click.UsageError("give a checkpoint ID or --to MSG, not both")
+    named = checkpoint_id if checkpoint_id is not None else to
+    if (named is None) == (not original):
+        raise click.UsageError("give a checkpoint ID, --to MSG or --original (one of them)")
+    engine = r.engine()
+    anchor = engine.named_checkpoint(named) if named is not None else None
+    session = r.session(engine, anchor.session_id if anchor is not None else None)
+    keep = anchor.id if anchor is not None else None
+    r.report("reset", engine.reset(session, keep, **r.how))
 
 
 @click.command(name="restore")

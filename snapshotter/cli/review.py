@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import click
 
@@ -14,7 +14,16 @@ from snapshotter.cli.context import (
     session_option,
 )
 
+color_option = click.option(
+    "--color",
+    type=click.Choice(["auto", "always", "never"]),
+    default="auto",
+    show_default=True,
+    help="Colour the output (auto: only on a terminal, not with NO_COLOR set).",
+)
+
 if TYPE_CHECKING:
+    from snapshotter.cli.terminal import ColorChoice
     from snapshotter.engine import Engine
     from snapshotter.models import Checkpoint
 
@@ -24,12 +33,24 @@ if TYPE_CHECKING:
 @session_option
 @click.option("--all", "all_sessions", is_flag=True, help="List every session's checkpoints.")
 @json_option
+@color_option
 @pass_ctx
 def list_(
-    c: Ctx, directory: str, session_id: str | None, all_sessions: bool, as_json: bool
+    c: Ctx,
+    directory: str,
+    session_id: str | None,
+    all_sessions: bool,
+    as_json: bool,
+    color: ColorChoice,
 ) -> None:
-    """List checkpoints, newest session by default; tools indented under turns."""
+    """List checkpoints by id, newest session by default; each tool marked ├ above its turn.
+
+    Your own checkpoints (`snapshotter checkpoint`, session cli) are listed
+    beside the session's, as KIND mark. FILES counts what each one changed:
+    +added ~modified -deleted files. WHAT widens to the terminal's width.
+    """
     from snapshotter.cli import output
+    from snapshotter.config import MANUAL_SESSION
     from snapshotter.errors import NothingToDo, WorktreeMoved
 
     if all_sessions and session_id:
@@ -48,37 +69,52 @@ def list_(
 
             for note in silent_wiring(project_dir(directory)):
                 output.error(note)
-    cps = [cp for cp in everyone if session is None or cp.session_id == session]
+    # The user's own checkpoints (`checkpoint`) show beside the agent's (#26.1).
+    shown = {session} if session_id else {session, MANUAL_SESSION}
+    cps = [cp for cp in everyone if session is None or cp.session_id in shown]
     if as_json:
         output.emit_json([cp.model_dump(mode="json") for cp in cps])
         return
-    others = len({cp.session_id for cp in everyone} - {session})
-    output.checkpoints(cps, show_session=all_sessions, session=session, others=others)
+    others = len({cp.session_id for cp in everyone} - shown)
+    from snapshotter.cli import terminal
+
+    output.checkpoints(
+        cps,
+        show_session=all_sessions,
+        session=session,
+        others=others,
+        columns=terminal.columns(),
+        color=terminal.use_color(color),
+    )
 
 
-def _checkpoint(c: Ctx, directory: str, checkpoint_id: int | None) -> tuple[Engine, Checkpoint]:
-    """The worktree's engine and the checkpoint named (default: the session's newest)."""
+def _checkpoint(c: Ctx, directory: str, named: str | None) -> tuple[Engine, Checkpoint]:
+    """The worktree's engine and the checkpoint named, by id or message (default: the
+    session's newest)."""
     from snapshotter.errors import NotFound, NothingToDo
 
     try:
         engine = c.engine(directory, create=False)
     except NothingToDo:
-        if checkpoint_id is None:
+        if named is None:
             raise
         # An id the user named that does not exist is an error (1), not "nothing to do".
         raise NotFound(
-            f"no checkpoint {checkpoint_id} in this worktree (no snapshots recorded here yet)"
+            f"no checkpoint {named} in this worktree (no snapshots recorded here yet)"
         ) from None
-    return engine, engine.show(checkpoint_id)
+    return engine, engine.show(None) if named is None else engine.named_checkpoint(named)
 
 
 @click.command()
-@click.argument("checkpoint_id", type=int, metavar="ID")
+@click.argument("checkpoint_id", metavar="ID")
 @dir_option
 @json_option
 @pass_ctx
-def show(c: Ctx, checkpoint_id: int, directory: str, as_json: bool) -> None:
-    """Show one checkpoint's files, with their status and any skipped files."""
+def show(c: Ctx, checkpoint_id: str, directory: str, as_json: bool) -> None:
+    """Show one checkpoint's files, with their status and any skipped files.
+
+    ID is its number, or the message it was given (`checkpoint -m MSG`).
+    """
     from snapshotter.cli import output
 
     _, cp = _checkpoint(c, directory, checkpoint_id)
@@ -90,19 +126,19 @@ def show(c: Ctx, checkpoint_id: int, directory: str, as_json: bool) -> None:
 
 def _diff_target(
     _ctx: click.Context, _param: click.Parameter, value: str | None
-) -> tuple[int, bool] | None:
-    """``ID`` (before → after) or ``ID..`` (before → the worktree now), as (id, to_now)."""
+) -> tuple[str, str | None, bool] | None:
+    """``A`` (before → after), ``A..`` (before A → the worktree now) or ``A..B``
+    (before A → after B), as (A, B, to_now); each an id or a checkpoint's message."""
     if value is None:
         return None
-    to_now = value.endswith("..")
-    number = value[:-2] if to_now else value
-    if not (number.isascii() and number.isdigit()):
-        raise click.BadParameter(f"{value!r} is not a checkpoint: give ID or ID..")
-    return int(number), to_now
+    first, dots, last = value.partition("..")
+    if not first:
+        raise click.BadParameter(f"{value!r} is not a checkpoint: give ID, ID.. or ID..ID")
+    return first, last or None, bool(dots) and not last
 
 
 @click.command()
-@click.argument("target", required=False, metavar="[ID | ID..]", callback=_diff_target)
+@click.argument("target", required=False, metavar="[ID | ID.. | ID..ID]", callback=_diff_target)
 @dir_option
 @click.option(
     "--to-now",
@@ -111,28 +147,27 @@ def _diff_target(
 )
 @click.option("--stat", is_flag=True, help="One line per file, as git diff --stat.")
 @json_option
-@click.option(
-    "--color",
-    type=click.Choice(["auto", "always", "never"]),
-    default="auto",
-    show_default=True,
-    help="Colour the output (auto: only on a terminal, not with NO_COLOR set).",
-)
+@color_option
 @click.option("--no-pager", is_flag=True, help="Never page the output.")
 @pass_ctx
 def diff(
     c: Ctx,
-    target: tuple[int, bool] | None,
+    target: tuple[str, str | None, bool] | None,
     directory: str,
     to_now: bool,
     stat: bool,
     as_json: bool,
-    color: Literal["auto", "always", "never"],
+    color: ColorChoice,
     no_pager: bool,
 ) -> None:
     """Show what checkpoint ID changed (default: the newest one), as a unified diff.
 
     Without --to-now: the checkpoint's own files, before → after it.
+
+    A..B: from before checkpoint A to after checkpoint B, every file that
+    differs (what A, B and all between them did). An ID may also be the
+    message a checkpoint was given (`snapshotter checkpoint -m before`;
+    `diff before..` shows everything since).
 
     With --to-now (or ID..): from before the checkpoint to the worktree as it
     is now, later edits by you included. A fresh capture is taken and every
@@ -156,9 +191,12 @@ def diff(
     from snapshotter.cli import diff_render, output, terminal
     from snapshotter.names import display, encode
 
-    checkpoint_id, dots = target if target is not None else (None, False)
-    engine, cp = _checkpoint(c, directory, checkpoint_id)
-    shown = engine.checkpoint_diff(cp, to_now=to_now or dots)
+    first, last, dots = target if target is not None else (None, None, False)
+    engine, cp = _checkpoint(c, directory, first)
+    until = engine.named_checkpoint(last) if last is not None else None
+    if until is not None and until.id < cp.id:
+        raise click.BadParameter(f"{first}..{last}: checkpoint {until.id} comes before {cp.id}")
+    shown = engine.checkpoint_diff(cp, to_now=to_now or dots, until=until)
     if as_json:
         output.emit_json(
             {

@@ -192,6 +192,9 @@ def run_child(server: str, frames: list[bytes], fds: list[int]) -> int:
     os.umask(int(mask))
     os.environ.clear()
     os.environ.update(env)
+    import time
+
+    time.tzset()  # local times in the user's TZ, not the server's (#26.6)
     os.chdir(cwd)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.argv = ["snapshotter", *args]

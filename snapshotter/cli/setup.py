@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -93,6 +94,8 @@ def init(
         dialect = by_name(agent)
         assert dialect is not None  # (click's choices are the dialects' names)
         project = project_dir(directory)
+        if not global_:
+            _refuse_outside_git(directory)
         folder = Path.home() if global_ else project
         path = json_config.config_path(dialect, folder, global_=global_)
         also = mcp_config.in_settings(agent, command) if mcp else None
@@ -125,6 +128,21 @@ def _said(setup: Setup, what: str, dry_run: bool, *, titled: bool) -> None:
     else:
         saved = f" (backup: {setup.backup})" if setup.backup else ""
         click.echo(f"{setup.path}: {what}{saved}")
+
+
+def _refuse_outside_git(directory: str) -> None:
+    """Project hooks outside a git worktree would record nothing: say so, write
+    nothing (#26.6: ``init`` used to write ``./.claude/settings.json`` silently)."""
+    from snapshotter.engine import worktree_root
+    from snapshotter.errors import NotAWorktree
+
+    try:
+        worktree_root(directory)
+    except NotAWorktree:
+        raise NotAWorktree(
+            f"{os.path.abspath(directory)} (hooks wired here would record nothing; run init "
+            "in your project, or use --global)"
+        ) from None
 
 
 def project_dir(directory: str) -> Path:

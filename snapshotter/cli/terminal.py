@@ -116,9 +116,10 @@ def _ignoring_interrupts() -> Iterator[None]:
 
 
 def _write(out: IO[bytes], data: bytes) -> None:
-    with contextlib.suppress(BrokenPipeError):  # `| head` closed early
-        out.write(data)
-        out.flush()
+    """``data`` out; a reader gone (`| head`) raises BrokenPipeError, which cli.main
+    turns into git's quiet exit 141."""
+    out.write(data)
+    out.flush()
 
 
 def _isatty(stream: IO[Any]) -> bool:

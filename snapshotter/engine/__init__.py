@@ -181,9 +181,11 @@ class Engine(Workspace):
     ) -> Checkpoint | None:
         """Record what changed since the last snapshot as one undoable checkpoint.
 
-        None when nothing changed, or when there was no snapshot before (this
-        capture is then the baseline the next checkpoint starts from). ``by``:
-        who asked, for the operation log.
+        With a ``label``, always: a save point even when nothing changed, which
+        ``reset`` and ``diff`` find by that label. Without one, None when
+        nothing changed or when there was no snapshot before (this capture is
+        then the baseline the next checkpoint starts from). ``by``: who asked, for
+        the operation log.
         """
         from snapshotter.history import oplog
 
@@ -226,6 +228,27 @@ class Engine(Workspace):
 
         return oplog.read(self.store, session_id)
 
+    def named_session(self, given: str) -> str:
+        """The session ``given`` names: its id, or a prefix of one id only (as git
+        takes object ids); NotFound, with the closest names, for any other."""
+        from snapshotter.history.lookup import named_session
+
+        return named_session(self.store, given)
+
+    def acting_session(self, session_id: str, op: Literal["undo", "redo"]) -> str:
+        """Which of ``session_id`` and the user's own checkpoints (session ``cli``) a
+        plain undo or redo acts on: the one with the newer thing to take back."""
+        from snapshotter.history.lookup import beside_manual
+
+        return beside_manual(self.store, session_id, op)
+
+    def named_checkpoint(self, name: str) -> Checkpoint:
+        """The checkpoint ``name`` names: an id, else the newest one labelled ``name``
+        (``checkpoint -m``'s message, or what the user asked); NotFound else."""
+        from snapshotter.history.lookup import by_name
+
+        return by_name(self.store, name).to_model()
+
     def checkpoints(self, session_id: str | None = None) -> list[Checkpoint]:
         """Checkpoints ordered by id: one session's, or every session's when None."""
         from snapshotter.history.lookup import list_checkpoints
@@ -239,14 +262,17 @@ class Engine(Workspace):
 
         return find_checkpoint(self, checkpoint_id, session_id)
 
-    def checkpoint_diff(self, checkpoint: Checkpoint, *, to_now: bool = False) -> CheckpointDiff:
+    def checkpoint_diff(
+        self, checkpoint: Checkpoint, *, to_now: bool = False, until: Checkpoint | None = None
+    ) -> CheckpointDiff:
         """What ``checkpoint`` changed: its own files, before → after it; or with
         ``to_now``, every file that differs from its before to the worktree now
-        (a fresh capture) within the directory its session works in."""
+        (a fresh capture), or with ``until``, to after that checkpoint, within
+        the directory its session works in."""
         from snapshotter.history.lookup import diff_end
         from snapshotter.store.changes import file_diffs
 
-        to, keep, skipped = diff_end(self, self.data_dir, checkpoint, to_now)
+        to, keep, skipped = diff_end(self, self.data_dir, checkpoint, to_now, until)
         files = file_diffs(self.store, checkpoint.before, to, keep)
         return CheckpointDiff(checkpoint, to, to_now, files, skipped)
 

@@ -7,6 +7,7 @@ which files count is decided here, as git decides it (issue 12 §3).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from pathlib import Path
@@ -59,14 +60,21 @@ def truthy(value: str | None) -> bool:
 
 def config_value(common_dir: Path | None, key: str) -> str | None:
     """One value of the config git reads in this repository (None: unset)."""
-    override = _env_config(key)
-    if override is not None:
-        return override
+    return config_values(common_dir, key)[key]
+
+
+def config_values(common_dir: Path | None, *keys: str) -> dict[str, str | None]:
+    """Values of the config git reads in this repository (None: unset), its files
+    read once for them all (a capture reads several: #26.3)."""
+    found = {key: _env_config(key) for key in keys}
+    if all(value is not None for value in found.values()):
+        return found
     config = _config_chain(common_dir)
-    try:
-        return None if config is None else str(config[key])
-    except (KeyError, ValueError, TypeError, LookupError):
-        return None
+    for key in keys:
+        if found[key] is None and config is not None:
+            with contextlib.suppress(KeyError, ValueError, TypeError, LookupError):
+                found[key] = str(config[key])  # (unset: KeyError)
+    return found
 
 
 def config_bool(common_dir: Path | None, key: str) -> bool | None:

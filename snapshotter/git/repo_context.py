@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from snapshotter.git.config import config_bool, config_value
+from snapshotter.git.config import config_values, git_bool
 from snapshotter.git.ignore import IgnoreRules, global_excludes_file
 from snapshotter.git.rule_files import MAX_RULE_FILE_BYTES, parse_lines, read_lines, read_rule_file
 from snapshotter.git.tracked import TrackedIndex
@@ -100,10 +100,36 @@ def _read_blob(common_dir: Path, oid: bytes) -> bytes | None:
 
 def _ignore_settings(common_dir: Path | None, root: Path) -> tuple[list[bytes] | None, bool]:
     """(``core.excludesFile``'s lines, ``core.ignorecase``) as this repository reads them."""
-    configured = config_value(common_dir, "core.excludesFile")
+    found = config_values(common_dir, "core.excludesFile", "core.ignorecase")
     # A relative path is relative to the worktree's top, as git reads it.
-    excludes = read_lines(root / global_excludes_file(configured))
-    return excludes, bool(config_bool(common_dir, "core.ignorecase"))
+    excludes = read_lines(root / global_excludes_file(found["core.excludesFile"]))
+    icase = found["core.ignorecase"]
+    return excludes, icase is not None and git_bool(icase) is True
+
+
+# The opt-in setting that keeps chosen ignored files in the store (#26.3): git config,
+# so the hook and every command read the same value for the worktree.
+KEEP_IGNORED = "snapshotter.keepIgnored"  # gitignore patterns, separated by commas or spaces
+KEEP_IGNORED_MAX_SIZE = "snapshotter.keepIgnoredMaxSize"
+DEFAULT_KEEP_MAX = 1024 * 1024
+
+
+def keep_ignored(tree: Worktree) -> tuple[IgnoreRules | None, int]:
+    """The ignored paths captured anyway (None: the setting is off, the default), and
+    the largest file kept so."""
+    from snapshotter.config import parse_size
+    from snapshotter.errors import BadInput
+
+    found = config_values(tree.common_dir, KEEP_IGNORED, KEEP_IGNORED_MAX_SIZE)
+    patterns, limit = found[KEEP_IGNORED], found[KEEP_IGNORED_MAX_SIZE]
+    if not patterns or not patterns.strip():
+        return None, 0
+    lines = [p.encode("utf-8", "surrogateescape") for p in patterns.replace(",", " ").split()]
+    try:
+        most = parse_size(limit) if limit else DEFAULT_KEEP_MAX
+    except BadInput:  # a size git config cannot mean: the default, not a failed capture
+        most = DEFAULT_KEEP_MAX
+    return IgnoreRules.for_repository(lines, None), most
 
 
 def global_rules(tree: Worktree) -> IgnoreRules:

@@ -17,6 +17,7 @@ from snapshotter.config import Kind, now_iso
 from snapshotter.errors import StoreError, UnsafePath
 from snapshotter.history import labels
 from snapshotter.history.lost import missing
+from snapshotter.history.not_held import ignored_deleted
 from snapshotter.history.ownership import owned
 from snapshotter.history.records import MAX_PENDING_TOOLS, Mark, State
 from snapshotter.history.settle import settle
@@ -75,24 +76,26 @@ class Recorder:
 
         The last snapshot is the newest of: any session's latest capture, the
         worktree as the last undo, redo, reset or restore left it (#21.6), and
-        the newest capture by anyone. None when nothing changed, or when there
-        was no snapshot before (this capture is then the baseline the next
-        checkpoint starts from).
+        the newest capture by anyone. With a ``label`` it is recorded even when
+        nothing changed (or there was no snapshot before): a save point, this
+        state under that name, to go back to (#26.1). Without one, None then
+        (this capture is the baseline the next checkpoint starts from).
         """
         with editing(self.workspace.store) as state:
             sess = state.session(self.session_id)
             start = _newest_mark(state, self.workspace.store)
             capture, mark = self._capture_pair(state)
             cp = None
-            if start is not None:
+            if start is not None or label:
                 cp = self._record(
                     state,
                     "turn",
                     labels.first_line(label) or "checkpoint",
-                    start,
+                    start or mark,
                     capture,
                     prompt=label or None,
                     reason="checkpoint",
+                    keep_empty=bool(label),
                 )
             sess.last = mark
             return cp
@@ -130,7 +133,10 @@ class Recorder:
         tool_name: str,
         named: Sequence[str] = (),
         command: str | None = None,
+        *,
+        failed: bool = False,
     ) -> Record | None:
+        """``failed``: the runtime said the tool failed (its checkpoint says so, #26.4)."""
         with editing(self.workspace.store) as state:
             sess = state.session(self.session_id)
             start = _pop_tool(sess.tools, tool_use_id, tool_name) or sess.last
@@ -142,9 +148,7 @@ class Recorder:
                 named=sorted({*start.named, *named}),
                 command=start.command or (labels.bounded(command) if command else None),
             )
-            capture = Capture(
-                self._fresh(capture.tree, start.named), capture.skipped, capture.started
-            )
+            capture = replace(capture, tree=self._fresh(capture.tree, start.named))
             mark = replace(mark, tree=capture.tree)
             name = tool_name or "tool"
             cp = self._record(
@@ -153,6 +157,7 @@ class Recorder:
                 labels.for_tool(name, start.named, start.command),
                 start,
                 capture,
+                reason="failed" if failed else None,
                 tool_name=name,
                 command=start.command,
                 outside=start.named,
@@ -192,9 +197,7 @@ class Recorder:
                 return self._end_turn(state, "interrupted")
             start, sess.tools = sess.tools[0], []
             capture, mark = self._capture_pair(state)
-            capture = Capture(
-                self._fresh(capture.tree, start.named), capture.skipped, capture.started
-            )
+            capture = replace(capture, tree=self._fresh(capture.tree, start.named))
             name = start.tool_name or "tool"
             cp = self._record(
                 state,
@@ -282,7 +285,7 @@ class Recorder:
             return start, capture
         before = store.edit_tree(start.tree, first)
         after = self._fresh(capture.tree, sorted(first))
-        return replace(start, tree=before), Capture(after, capture.skipped, capture.started)
+        return replace(start, tree=before), replace(capture, tree=after)
 
     def _capture(self, state: State) -> Mark:
         mark = self._capture_pair(state)[1]
@@ -326,6 +329,7 @@ class Recorder:
         )  # #12.1, #13.6, #21.2
         files = owned(self.workspace, state, self.session_id, kind, start, capture, files)
         skipped = [s for s in start.new_skips(capture) if self.workspace.in_scope(s.path)]
+        skipped += ignored_deleted(self.workspace, start, capture)
         if not files and not skipped and not keep_empty:
             return None
         return state.add(

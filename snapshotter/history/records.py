@@ -39,11 +39,27 @@ class Mark:
     named: list[Name] = field(default_factory=list)  # paths the tool's input names
     command: str | None = None  # a shell tool's command, for the label
     at: int = 0  # time.time_ns() when its capture began (0: unknown)
+    # Ignored paths its walk saw (a directory ends in ``/``); None: not known (#26.3).
+    ignored: list[Name] | None = None
 
     @classmethod
     def of(cls, capture: Capture, next_id: int) -> Mark:
         skips = {p: (s.why.value, s.size, s.mtime_ns) for p, s in capture.skipped.items()}
-        return cls(tree=capture.tree, skips=skips, next_id=next_id, at=capture.started)
+        return cls(
+            tree=capture.tree,
+            skips=skips,
+            next_id=next_id,
+            at=capture.started,
+            ignored=capture.ignored,
+        )
+
+    def ignored_gone(self, later: Capture) -> list[str]:
+        """Ignored paths this mark's walk saw and ``later``'s did not: deleted, or no
+        longer ignored or no longer looked at (the caller tells which)."""
+        if self.ignored is None or later.ignored is None:
+            return []
+        now = set(later.ignored)
+        return [p for p in self.ignored if p not in now]
 
     def new_skips(self, later: Capture) -> list[Skipped]:
         """Skips of ``later`` that appeared or changed since this mark: compared by
@@ -66,6 +82,7 @@ class RedoEntry:
     paths: list[Name]
     tree: str  # the state just before the undo: what redo puts back
     after: str  # the state the undo left: a redo refuses if the user changed it since
+    at: int = 0  # time.time_ns() of the undo: which session a plain redo acts on (#26.1)
 
 
 @dataclass(kw_only=True)

@@ -58,7 +58,7 @@ def settle(
     return (
         [f for f in files if f.path not in edits],
         replace(start, tree=tree),
-        Capture(capture.tree, skipped, capture.started),
+        replace(capture, skipped=skipped),
     )
 
 

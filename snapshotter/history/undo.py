@@ -17,10 +17,12 @@ import time
 from collections import defaultdict
 from dataclasses import replace
 
-from snapshotter.checkpoints import Record
+from snapshotter.checkpoints import NOT_HELD_IGNORED, Record
+from snapshotter.config import MANUAL_SESSION
 from snapshotter.errors import NotFound, NothingToDo, StoreError
 from snapshotter.history import journal
 from snapshotter.history.conflicts import refuse_changed
+from snapshotter.history.lookup import default_in
 from snapshotter.history.lost import require
 from snapshotter.history.records import Mark, RedoEntry, State
 from snapshotter.history.state_file import editing
@@ -49,18 +51,33 @@ def reset(
     force: bool = False,
     dry_run: bool = False,
 ) -> RestoreReport:
-    """Revert every checkpoint after ``keep`` (all of them when ``keep`` is None)."""
+    """Revert every checkpoint after ``keep`` (all of them when ``keep`` is None).
+
+    Those of the session and, beside them, the user's own (``MANUAL_SESSION``):
+    a reset goes back to a state of the worktree as ``list`` shows it (#26.1).
+    Resetting to a checkpoint of the user's own takes the agent's after it along.
+    """
     with editing(workspace.store) as state:
+        covered = _beside(state, session_id)
         if keep is not None:
             anchor = state.by_id(keep)
-            if anchor is None or anchor.session_id != session_id:
+            if anchor is None or anchor.session_id not in covered:
                 raise NotFound(
                     f"no checkpoint {keep} in session {session_id} (see `snapshotter list --all`)"
                 )
-        targets = _after(state, session_id, keep or 0)
+        targets = _after(state, covered, keep or 0)
         if not targets:
             raise NothingToDo(f"nothing after checkpoint {keep or 0} to reset")
-        return _revert(workspace, state, session_id, targets, "reset", force, dry_run)
+        owner = targets[-1].session_id  # its redo entry goes where a plain redo looks
+        return _revert(workspace, state, owner, targets, "reset", force, dry_run)
+
+
+def _beside(state: State, session_id: str) -> set[str]:
+    """The sessions a reset in ``session_id`` covers: it and the user's own."""
+    if session_id != MANUAL_SESSION:
+        return {session_id, MANUAL_SESSION}
+    agent = default_in(state)
+    return {MANUAL_SESSION} if agent is None else {MANUAL_SESSION, agent}
 
 
 def restore_files(
@@ -109,10 +126,15 @@ def restore_files(
         sess = state.session(session_id)
         sess.redo.append(
             RedoEntry(
-                op="restore", checkpoints=[cp.id], paths=chosen, tree=safety.tree, after=new_tree
+                op="restore",
+                checkpoints=[cp.id],
+                paths=chosen,
+                tree=safety.tree,
+                after=new_tree,
+                at=time.time_ns(),
             )
         )
-        sess.last = _left(Capture(new_tree, safety.skipped, safety.started), state)
+        sess.last = _left(replace(safety, tree=new_tree), state)
         result = journal.run(
             workspace.store, state, safety.tree, steps, op="restore", checkpoints=[cp.id]
         )
@@ -167,9 +189,16 @@ def redo(
         sess.redo.pop()
         if changed:  # --force over files changed since the undo: one more redo puts them back
             sess.redo.append(
-                RedoEntry(op="undo", checkpoints=[], paths=changed, tree=safety.tree, after=after)
+                RedoEntry(
+                    op="undo",
+                    checkpoints=[],
+                    paths=changed,
+                    tree=safety.tree,
+                    after=after,
+                    at=time.time_ns(),
+                )
             )
-        sess.last = _left(Capture(after, safety.skipped, safety.started), state)
+        sess.last = _left(replace(safety, tree=after), state)
         _rebase_open_spans(workspace, state, entry.tree, entry.paths)
         for cp_id in entry.checkpoints if entry.op != "restore" else ():  # a part: no flag
             cp = state.by_id(cp_id)
@@ -198,13 +227,13 @@ def _newest_top_level(state: State, session_id: str) -> Record | None:
     return None
 
 
-def _after(state: State, session_id: str, keep: int) -> list[Record]:
+def _after(state: State, sessions: set[str], keep: int) -> list[Record]:
     """Live checkpoints after ``keep``; a turn holding ``keep`` is split into its tools."""
     anchor = state.by_id(keep)
     holder = anchor.parent if anchor is not None else None
     picked: list[Record] = []
     for cp in state.checkpoints:
-        if cp.session_id != session_id or cp.undone or cp.id <= keep:
+        if cp.session_id not in sessions or cp.undone or cp.id <= keep:
             continue
         if cp.id == holder:
             picked.extend(c for c in state.children(cp.id) if c.id > keep and not c.undone)
@@ -256,7 +285,7 @@ def _revert(
     # Everything the restore leads to is worked out and saved, with its journal,
     # before the first file is written (journal.py): what the worktree will be is
     # the safety tree with the restored paths as their checkpoints have them.
-    after = Capture(_after_tree(workspace, safety.tree, steps), safety.skipped, safety.started)
+    after = replace(safety, tree=_after_tree(workspace, safety.tree, steps))
     for cp in targets:
         _set_undone(state, cp, True)
     _rebase_open_spans(workspace, state, after.tree, paths)
@@ -268,6 +297,7 @@ def _revert(
             paths=paths,
             tree=safety.tree,
             after=after.tree,
+            at=time.time_ns(),
         )
     )
     sess.last = _left(after, state)
@@ -298,7 +328,7 @@ def _safety(workspace: Workspace, paths: list[str]) -> Capture:
     for path in paths:  # one unsafe path rejects it all before anything is written
         check_path(path)
     capture = workspace.unguarded().capture()
-    return Capture(workspace.store.hold(capture.tree, paths), capture.skipped, capture.started)
+    return replace(capture, tree=workspace.store.hold(capture.tree, paths))
 
 
 def _after_tree(workspace: Workspace, safety: str, steps: list[tuple[str, list[str]]]) -> str:
@@ -359,14 +389,14 @@ def _plan(workspace: Workspace, steps: list[tuple[str, list[str]]]) -> RestoreRe
 
 
 def _report(state: State, ids: list[int], result: RestoreResult, dry_run: bool) -> RestoreReport:
-    """What was done, naming the skipped files a restore could not bring back."""
-    skipped = sorted(
-        {s.path for cp in state.checkpoints if cp.id in ids or cp.parent in ids for s in cp.skipped}
-    )
+    """What was done, naming the skipped files a restore could not bring back, and the
+    ignored ones the checkpoints deleted (never held)."""
+    found = [s for cp in state.checkpoints if cp.id in ids or cp.parent in ids for s in cp.skipped]
     return RestoreReport(
         checkpoint=ids,
         restored=result.restored,
         removed=result.removed,
-        skipped=skipped,
+        skipped=sorted({s.path for s in found if s.reason != NOT_HELD_IGNORED}),
+        not_held=sorted({s.path for s in found if s.reason == NOT_HELD_IGNORED}),
         dry_run=dry_run,
     )

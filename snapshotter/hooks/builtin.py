@@ -218,7 +218,11 @@ def _dispatch(
     elif event == ev.POST_TOOL_USE:
         named = worktree_paths(engine.root, hook_input.named_paths())
         return recorder.tool_end(
-            hook_input.tool_use_id, hook_input.tool_name, named, hook_input.command()
+            hook_input.tool_use_id,
+            hook_input.tool_name,
+            named,
+            hook_input.command(),
+            failed=hook_input.reason == "failed",
         )
     elif event == ev.SESSION_END:
         checkpoint = recorder.session_end()

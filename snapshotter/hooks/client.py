@@ -198,6 +198,10 @@ def start(path: str | os.PathLike[str]) -> None:
         stderr=subprocess.DEVNULL,
         start_new_session=True,
         close_fds=True,
+        # Not the agent's directory: ``-m`` puts the working directory first on the
+        # module path, and a worktree holding a ``snapshotter/`` of its own (this very
+        # project's source, or a hostile clone) must not be what the server imports.
+        cwd="/",
     )
 
 

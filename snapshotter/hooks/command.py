@@ -1,8 +1,10 @@
 """``snapshotter hook``: one event as JSON on stdin, always exit 0 (SPEC §6).
 
 In docker-agent a failing pre_tool_use hook blocks the tool call, so every
-failure here — bad JSON, wrong types, a broken store — is logged (stderr and
-the data directory's hook.log) and swallowed.
+failure here — bad JSON, wrong types, a broken store — is logged to the data
+directory's hook.log and swallowed. A failure of ours is said on stderr too;
+bad input (not JSON, wrong types) only in hook.log: the hook prints nothing
+for what a runtime sent (#26.6), and some runtimes show stderr to the user.
 """
 
 from __future__ import annotations
@@ -61,11 +63,12 @@ def _run(raw: bytes, data_dir: str | os.PathLike[str] | None, args: list[str]) -
         from snapshotter.config import data_dir as resolve
 
         error = run_request(raw, resolve(data_dir), args)
-    if error:
+    if error and not error.startswith(_BAD_INPUT):
         _say(error)
 
 
 _NOT_SERVED = "\0not served"
+_BAD_INPUT = "snapshotter hook: BadInput:"  # how run_request's message for bad input starts
 
 
 def _via_server(raw: bytes, data_dir: str | os.PathLike[str] | None, args: list[str]) -> str | None:

@@ -74,13 +74,23 @@ class CaptureOptions:
         return cls(max_new_file_size, excluded, max_files)
 
 
+MAX_IGNORED_SEEN = 1000  # more ignored paths than this: none kept (state.json holds them)
+
+
 @dataclass
 class Capture:
-    """One snapshot: its tree id, and the files left out of it (with why)."""
+    """One snapshot: its tree id, the files left out of it (with why), and the ignored
+    paths its walk passed by (``name/``: a directory; None: unknown, or too many)."""
 
     tree: str
     skipped: dict[str, Skip] = field(default_factory=dict)
     started: int = 0  # time.time_ns() before the walk: what predates it was there before
+    ignored: list[str] | None = None
+
+
+def seen_ignored(found: Collection[str]) -> list[str] | None:
+    """A walk's ignored paths as a capture keeps them (#26.3): sorted, or None past the cap."""
+    return sorted(found) if len(found) <= MAX_IGNORED_SEEN else None
 
 
 def take(store: Store, options: CaptureOptions) -> Capture:
@@ -129,7 +139,10 @@ class Snapshot:
         if watched is not None and watched.unchanged:
             watched.again()  # nothing happened since
             assert watched.last is not None
-            return Capture(watched.last.tree, dict(watched.last.scan.skipped), self.started)
+            scan = watched.last.scan
+            return Capture(
+                watched.last.tree, dict(scan.skipped), self.started, seen_ignored(scan.ignored)
+            )
         self.old = old = self._stat_cache()
         self.result = result = self._walk(watched)
         last = watched.last if watched is not None else None
@@ -144,7 +157,7 @@ class Snapshot:
             tree, recheck = self._capture_all()
         if watched is not None:
             watched.keep(tree, result, old.serial, recheck)
-        return Capture(tree, dict(result.skipped), self.started)
+        return Capture(tree, dict(result.skipped), self.started, seen_ignored(result.ignored))
 
     def _stat_cache(self) -> stat_cache.Manifest:
         """The stat cache, unless it names a tree the store lacks (a crash took it,

@@ -65,7 +65,9 @@ def _answer(data: dict[str, object]) -> Capture:
         str(rel): Skip(str(path), Why(why), str(detail), int(size), int(mtime))
         for rel, path, why, detail, size, mtime in data["skipped"]  # type: ignore[attr-defined]
     }
-    return Capture(str(data["tree"]), skipped, int(data["started"]))  # type: ignore[call-overload]
+    ignored = data.get("ignored")
+    seen = [str(p) for p in ignored] if isinstance(ignored, list) else None
+    return Capture(str(data["tree"]), skipped, int(data["started"]), seen)  # type: ignore[call-overload]
 
 
 def _options(data: dict[str, object]) -> CaptureOptions:
@@ -105,6 +107,7 @@ def serve(body: bytes, resident: Resident) -> bytes:
                 for rel, s in found.skipped.items()
             ],
             "started": found.started,
+            "ignored": found.ignored,
         }
     except errors.SnapshotterError as exc:
         reply = {"error": type(exc).__name__, "message": str(exc)}

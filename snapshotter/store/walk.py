@@ -21,7 +21,13 @@ from snapshotter import progress
 from snapshotter.errors import NotAProject, TooManyFiles
 from snapshotter.git.ignore import IgnoreRules
 from snapshotter.git.kinds import MODE_EXEC, MODE_FILE, MODE_GITLINK, MODE_LINK
-from snapshotter.git.repo_context import RepoContext, global_rules, nested_context, top_context
+from snapshotter.git.repo_context import (
+    RepoContext,
+    global_rules,
+    keep_ignored,
+    nested_context,
+    top_context,
+)
 from snapshotter.git.worktree import Worktree
 from snapshotter.names import display
 from snapshotter.store.skips import Skip, Why
@@ -52,6 +58,9 @@ class ScanResult:
     index: DirIndex | None = None
     # Set by ``rescan``: the paths it took out or put in (its directories' files, whole).
     touched: set[str] | None = None
+    # Ignored paths the walk saw and passed by (a directory ends in ``/``): an agent
+    # that deletes one is told that undo cannot bring it back (#26.3).
+    ignored: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -87,6 +96,7 @@ class _Dir:
     ctx: RepoContext
     rules: IgnoreRules
     ignored: bool  # inside an ignored directory: only tracked paths count
+    kept: bool = False  # an ignored directory kept anyway (snapshotter.keepIgnored, #26.3)
 
 
 def scan(
@@ -170,6 +180,7 @@ def rescan(
             rel: sk for rel, sk in last.skipped.items() if rel.rpartition("/")[0] not in redo
         }
     last.linked = {rel for rel in last.linked if rel.rpartition("/")[0] not in redo}
+    last.ignored = {rel for rel in last.ignored if _parent(rel) not in redo}
     fresh = walker.result  # what the directories hold now
     for d in sorted(redo):
         if d not in last.dirs:
@@ -194,6 +205,7 @@ def rescan(
         last.dirs[rel] = entered
     last.skipped.update(fresh.skipped)
     last.linked |= fresh.linked
+    last.ignored |= fresh.ignored
     last.nested = fresh.nested  # as before: only those entered by this walk
     last.touched = touched
     if max_files is not None and len(last.entries) > max_files:
@@ -216,6 +228,12 @@ def _drop_subtree(result: ScanResult, found: DirIndex, rel: str, touched: set[st
     if any(k.startswith(prefix) for k in result.skipped):
         result.skipped = {k: v for k, v in result.skipped.items() if not k.startswith(prefix)}
     result.linked = {k for k in result.linked if not k.startswith(prefix)}
+    result.ignored = {k for k in result.ignored if not k.startswith(prefix)}
+
+
+def _parent(rel: str) -> str:
+    """The directory holding ``rel`` (a file, or a directory written ``name/``)."""
+    return rel.rstrip("/").rpartition("/")[0]
 
 
 class _Walker:
@@ -234,6 +252,8 @@ class _Walker:
         self.guard = False  # refuse what looks like a home directory (see scan)
         self.untracked = 0  # untracked files kept so far (the guard's count)
         self.tracked_total = 0  # what the top repository's index tracks
+        # Ignored paths captured anyway, up to a size (git config; off by default, #26.3).
+        self.keep, self.keep_max = keep_ignored(tree)
 
     def start_dir(self) -> _Dir | None:
         """The scope's directory, with the rules of every directory above it."""
@@ -249,7 +269,7 @@ class _Walker:
             ctx_rel = current.ctx.rel(current.rel)
             gitignore = current.ctx.gitignore_lines(parent_abs, ctx_rel)
             rules = current.rules.with_gitignore(ctx_rel, gitignore)
-            current = _Dir(current.rel, current.ctx, rules, current.ignored)
+            current = _Dir(current.rel, current.ctx, rules, current.ignored, current.kept)
             child = self._enter(current, part, os.path.join(parent_abs, part))
             if child is None:
                 return None
@@ -297,7 +317,7 @@ class _Walker:
             ):
                 gitignore = d.ctx.gitignore_lines(dir_abs, ctx_rel, present)
                 rules = rules.with_gitignore(ctx_rel, gitignore)
-        here = _Dir(d.rel, d.ctx, rules, d.ignored)
+        here = _Dir(d.rel, d.ctx, rules, d.ignored, d.kept)
         return self._entries(here, entries)
 
     def _entries(self, d: _Dir, entries: list[os.DirEntry[str]]) -> list[_Dir]:
@@ -318,6 +338,8 @@ class _Walker:
         previous = self.previous
         limit = self.limit
         found = self.result.entries
+        seen_ignored = self.result.ignored
+        keep, keep_all = self.keep, d.kept
         linked = self.result.linked if self.on_dir is not None else None
         max_files = self.max_files
         subdirs: list[_Dir] = []
@@ -346,8 +368,13 @@ class _Walker:
                 continue
             ctx_rel = rel[cut:] if cut else rel
             tracked = ctx_rel in tracked_modes
+            kept = False
             if not tracked and (in_ignored or is_ignored(ctx_rel, False)):
-                continue
+                kept = keep is not None and (keep_all or keep.is_ignored(rel, False))
+                if not kept or st.st_size > self.keep_max:
+                    if not in_ignored or keep_all:  # (in a kept directory: one too large)
+                        seen_ignored.add(rel)
+                    continue
             if kind == _S_IFREG:
                 mode = MODE_EXEC if st_mode & _S_IXUSR else MODE_FILE
             elif kind == _S_IFLNK:
@@ -356,7 +383,13 @@ class _Walker:
                 self._skip(rel, Why.SPECIAL)
                 continue
             size = st.st_size
-            if not tracked and mode != MODE_LINK and size > limit and rel not in previous:
+            if (
+                not kept
+                and not tracked
+                and mode != MODE_LINK
+                and size > limit
+                and rel not in previous
+            ):
                 self.result.skipped[rel] = Skip(
                     rel, Why.TOO_LARGE, str(limit), size, st.st_mtime_ns
                 )
@@ -386,9 +419,14 @@ class _Walker:
         tracked = d.ctx.tracked
         is_gitlink = tracked.modes.get(ctx_rel) == MODE_GITLINK
         ignored = d.ignored or d.rules.is_ignored(ctx_rel, True)
+        kept = d.kept
         if ignored and not is_gitlink and not tracked.has_under(ctx_rel):
-            return None
-        child = _Dir(rel, d.ctx, d.rules, ignored and not is_gitlink)
+            kept = kept or (self.keep is not None and self.keep.is_ignored(rel, True))
+            if not kept:
+                if not d.ignored:
+                    self.result.ignored.add(rel + "/")
+                return None
+        child = _Dir(rel, d.ctx, d.rules, ignored and not is_gitlink, kept)
         # A directory found by a listing is told a repository by its own listing
         # (``.git`` in it, _visit): no lstat per directory here.
         if not known_dir and os.path.lexists(os.path.join(path_abs, ".git")):

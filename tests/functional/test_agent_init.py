@@ -187,3 +187,13 @@ def ours_by_name(hooks: dict[str, Any], event: str) -> list[dict[str, Any]]:
         for h in g.get("hooks", [])
         if str(h.get("command", "")).endswith("snapshotter hook")
     ]
+
+
+def test_init_outside_a_git_worktree_refuses_and_writes_nothing(tmp_path: Path) -> None:
+    """#26.6: hooks wired where nothing is recorded would be silently useless."""
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    done = run_cli_in_process("init", "claude-code", "-C", str(plain))
+    assert done.code == 1, done
+    done.one_line_error("not inside a git worktree", "--global")
+    assert not (plain / ".claude").exists(), "nothing written"

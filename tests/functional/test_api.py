@@ -50,7 +50,7 @@ def test_every_operation_is_a_method_of_the_engine(repo: Path, data_dir: Path) -
     """What the CLI does, through Engine alone (issue 23.3): record, look, diff, restore."""
     engine = snapshotter.Engine.open(repo, data_dir_path=data_dir)
     assert not engine.has_snapshot(), "a fresh store has no snapshot"
-    assert engine.checkpoint("baseline") is None, "the first capture is only the baseline"
+    assert engine.checkpoint() is None, "the first capture, with no label, is only the baseline"
     assert engine.has_snapshot(), "the baseline is a snapshot"
     write(repo, "src/app.py", "print('edited')\n")
     cp = engine.checkpoint("edit the app")
@@ -102,3 +102,10 @@ def test_readme_python_example_passes_mypy_strict_in_a_users_project(tmp_path: P
         env={**os.environ, "MYPYPATH": str(package_parent)},
     )
     assert done.returncode == 0, f"mypy --strict on README's example:\n{done.stdout}"
+
+
+def test_dir_shows_the_api_not_the_import_machinery() -> None:
+    """#26.6: ``dir(snapshotter)`` is what a user explores the package with."""
+    names = dir(snapshotter)
+    assert "Engine" in names and "register_snapshot" in names, names
+    assert "TYPE_CHECKING" not in names and "annotations" not in names, names

@@ -224,16 +224,16 @@ def test_list_json_is_one_flat_list_with_tools_under_turns(sn: Sn, repo: Path) -
     assert TREE_ID.match(turn["before"]) and TREE_ID.match(turn["after"]), f"trees: {turn}"
 
 
-def test_list_human_output_nests_tools_under_their_turn(sn: Sn, repo: Path) -> None:
+def test_list_human_output_nests_tools_with_their_turn_ids_in_order(sn: Sn, repo: Path) -> None:
     agent = Agent(sn, repo)
     agent.turn({"src/new.py": "NEW = 1\n"}, tool="write_file")
     r = sn("list", "-C", repo)
     assert r.code == 0, f"list failed: {r.err}"
     lines = r.out.splitlines()
     turn_at = next(i for i, line in enumerate(lines) if re.match(r"\s*2\s", line))
-    tool_line = lines[turn_at + 1]
-    assert re.match(r"\s*1\s", tool_line) and "└" in tool_line and "write_file" in tool_line, (
-        f"tool checkpoint 1 must be printed indented right under turn 2: {r.out}"
+    tool_line = lines[turn_at - 1]
+    assert re.match(r"\s*1\s", tool_line) and "├" in tool_line and "write_file" in tool_line, (
+        f"tool checkpoint 1 must be printed marked right above turn 2 (ids in order): {r.out}"
     )
     assert "+1 ~0 -0" in lines[turn_at], f"turn line shows change counts: {r.out}"
 
@@ -256,7 +256,12 @@ def test_list_defaults_to_the_newest_session_and_filters_by_session_or_all(
     assert "session alpha" in human.out and "session beta" in human.out, (
         f"--all groups by session: {human.out}"
     )
-    assert listed(sn, repo, "--session", "nobody") == [], "an unknown session lists nothing"
+    unknown = sn("list", "-C", repo, "--session", "alphx")
+    assert unknown.code == 1, f"an unknown session is an error (#26.2): {unknown.out}"
+    unknown.one_line_error("no session alphx", "did you mean alpha?")
+    assert listed(sn, repo, "--session", "al") == listed(sn, repo, "--session", "alpha"), (
+        "a unique prefix selects the session, as git takes object ids"
+    )
 
 
 def test_list_session_and_all_together_is_a_usage_error(sn: Sn, repo: Path) -> None:
@@ -421,7 +426,7 @@ def test_nothing_to_undo_or_redo_exits_3(sn: Sn, repo: Path, data_dir: Path) -> 
     again = sn("undo", "-C", repo)
     assert again.code == 3, f"everything undone: undo exits 3, got {again.code}"
     again.one_line_error()
-    assert sn("undo", "-C", repo, "--session", "other").code == 3, "another session: nothing"
+    assert sn("undo", "-C", repo, "--session", "other").code == 1, "no such session: an error"
 
 
 def test_undo_refuses_files_changed_since_the_checkpoint_and_force_overrides(
@@ -686,9 +691,8 @@ def test_unexpected_exception_is_one_line_error_1(
         ["bogus"],
         ["list", "--bogus"],
         ["show"],
-        ["show", "abc"],
         ["undo", "extra"],
-        ["diff", "x"],
+        ["diff", "..3"],
         ["capture", "-C"],
     ],
     ids=lambda a: " ".join(a),

@@ -97,6 +97,7 @@ def test_hook_list_undo_redo_reset_through_the_console_script(repo: Path) -> Non
         "restored": ["src/app.py"],
         "removed": ["src/new.py"],
         "skipped": [],
+        "not_held": [],
         "dry_run": False,
     }, undo.out
     assert (repo / "src/app.py").read_text() == "print('hi')\n", "undo restored the file"
@@ -166,9 +167,11 @@ def test_demo_runs_and_shows_list_diff_undo_redo(
     assert "Traceback" not in done.stderr, f"demo raised: {done.stderr}"
     for command in ("list", "diff --stat", "diff", "undo", "redo"):
         assert f"$ snapshotter {command}\n" in done.stdout, f"demo runs {command}: {done.stdout}"
-    for shown in ("└", "diff --git", "undid checkpoint", "(undone)", "redid checkpoint"):
+    for shown in ("├", "diff --git", "undid checkpoint", "(undone)", "redid checkpoint"):
         assert shown in done.stdout, f"demo output shows {shown!r}: {done.stdout}"
     assert "hook events sent" in done.stdout, f"demo goes through the hook: {done.stdout}"
+    assert "+added ~modified -deleted" in done.stdout, "the FILES legend where it first shows"
+    assert not done.stdout.rstrip().endswith("True"), f"no stray `...: True`: {done.stdout}"
     assert not list(scratch.iterdir()), "demo removes its throwaway repository"
     assert not data_dir.exists(), "demo never touches the user's data directory"
 

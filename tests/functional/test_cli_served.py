@@ -354,3 +354,52 @@ def test_a_cli_client_that_goes_silent_after_ready_frees_the_server(
         assert client.read_line(ours) == client.COLD, "nothing ran: the client runs it"
     assert not thread.is_alive() and not ran
     assert srv.gate.close(0), "the gate is open again"
+
+
+def closed_pipe_run(
+    tmp_path: Path, data_dir: Path, *args: str, cwd: Path, served: bool
+) -> tuple[int, bytes, str]:
+    """(exit code, stderr, where it ran) of ``snapshotter ARGS`` whose stdout's reader
+    is gone before it writes (``snapshotter list | true``)."""
+    where = tmp_path / "where"
+    env = {**os.environ, "WHERE_FILE": str(where)}
+    if not served:
+        env["SNAPSHOTTER_HOOK_SERVER"] = "0"
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run(
+            argv(data_dir, *args, command=CLIENT_COMMAND),
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=env,
+            check=False,
+            timeout=120,
+        )
+    finally:
+        os.close(write_end)
+    return done.returncode, done.stderr, where.read_text()
+
+
+def test_a_closed_pipe_and_the_time_zone_are_the_same_served_or_not(
+    tmp_path: Path, data_dir: Path, server_socket: Path
+) -> None:
+    """#26.6: git's quiet 141 when the reader went away (`| head`), and the user's TZ,
+    whether the hook server forked the command or not."""
+    root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
+    start_server(root, data_dir, server_socket)
+    turn(root, "s", {"a.txt": "agent\n"}, data_dir)
+    for served in (True, False):
+        for args in (("list",), ("show", "1"), ("diff", "1", "--no-pager")):
+            code, said, where = closed_pipe_run(tmp_path, data_dir, *args, cwd=root, served=served)
+            assert where == ("served" if served else "local"), (args, where)
+            assert (code, said) == (141, b""), f"{args} served={served}: {code} {said!r}"
+    times = set()
+    for served in (True, False):
+        code, out, err, where = cli(
+            tmp_path, data_dir, "show", "1", cwd=root, served=served, env={"TZ": "Asia/Tokyo"}
+        )
+        assert (code, where) == (0, "served" if served else "local"), err
+        times.add(next(line for line in out.splitlines() if line.startswith("when")))
+    assert len(times) == 1 and "+0900" in times.pop(), "the client's TZ, not the server's"

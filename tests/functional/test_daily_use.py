@@ -145,8 +145,9 @@ def test_gc_speaks_human_sizes_and_its_dry_run_estimates_what_it_frees(repo: Pat
 def test_bad_hook_input_names_the_field(repo: Path, data_dir: Path) -> None:
     done = run_hook({"session_id": 5, "cwd": str(repo), "hook_event_name": "turn_end"})
     assert done.returncode == 0
-    err = done.stderr.decode()
-    assert "session_id: Input should be a valid string" in err, err
+    assert done.stderr == b"", "bad input is said in hook.log only (#26.6)"
+    log = (data_dir / "snapshot" / "hook.log").read_text()
+    assert "session_id: Input should be a valid string" in log, log
 
 
 def test_undo_of_many_files_shows_a_live_count_on_a_terminal(repo: Path) -> None:
@@ -160,3 +161,31 @@ def test_reset_to_an_unknown_checkpoint_hints_list_all(repo: Path) -> None:
     turn(repo, "s", {"a.txt": "a\n"})
     done = sn("reset", "99", "-C", repo)
     assert done.returncode == 1 and "list --all" in done.stderr, done.stderr
+
+
+def test_a_failed_tool_is_marked_failed_in_list_show_and_json(repo: Path) -> None:
+    """#26.4: Claude Code's PostToolUseFailure (and docker-agent's tool_error) end the
+    tool's span as a failure, and every view says so."""
+    from builders import claude_event, run_cli_in_process
+
+    def send(name: str, **fields: Any) -> None:
+        raw = json.dumps(claude_event(name, "cc", repo, **fields)).encode()
+        r = run_cli_in_process("hook", stdin=raw)
+        assert r.code == 0 and not r.err, r
+
+    bash = {"tool_name": "Bash", "tool_use_id": "toolu_1", "tool_input": {"command": "make"}}
+    send("UserPromptSubmit", prompt="build it")
+    send("PreToolUse", **bash)
+    write(repo, "build.log", "error\n")
+    send("PostToolUseFailure", **bash, error="Exit code 2")
+    send("Stop")
+    listing = run_cli_in_process("list", "-C", repo).out
+    tool_line = next(line for line in listing.splitlines() if "Bash: make" in line)
+    assert tool_line.endswith("(failed)"), listing
+    tool = next(
+        c
+        for c in json.loads(run_cli_in_process("list", "-C", repo, "--json").out)
+        if c["kind"] == "tool"
+    )
+    assert tool["reason"] == "failed", tool
+    assert "the tool failed" in run_cli_in_process("show", "-C", repo, str(tool["id"])).out

@@ -105,9 +105,12 @@ def test_dotted_spelling_is_to_now(sn: Sn, repo: Path) -> None:
         f"`diff 1..` is `diff 1 --to-now`:\n{dotted.out}{dotted.err}\nvs\n{flag.out}"
     )
     assert "+# later" in dotted.out, dotted.out
-    for bad in ("1..2", "..", "x..", "-1"):
+    for bad in ("..", "..1", "-1"):
         r = sn("diff", bad, "-C", repo)
         assert r.code == 2, f"`diff {bad}` is a usage error (2), got {r.code}: {r.err}"
+    for missing in ("1..2", "x.."):  # A..B and a message are spellings too (#26.1, #26.5)
+        r = sn("diff", missing, "-C", repo)
+        assert r.code == 1 and "no checkpoint" in r.err, f"`diff {missing}`: {r.code} {r.err}"
 
 
 def test_to_now_stays_in_the_sessions_directory(sn: Sn, repo: Path) -> None:

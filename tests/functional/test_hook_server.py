@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -85,3 +86,25 @@ def test_relative_and_default_data_dirs_reach_the_same_store_through_the_server(
         for path in sockets:
             with contextlib.suppress(OSError):
                 client.stop(path)
+
+
+def test_the_server_never_imports_a_snapshotter_the_worktree_holds(
+    tmp_path: Path, data_dir: Path, server_socket: Path
+) -> None:
+    """A worktree with a ``snapshotter/`` package of its own (this project's source, or
+    a hostile clone): the server started from there runs the installed one."""
+    marker = tmp_path / "imported"
+    root = make_repo(
+        tmp_path / "r",
+        {
+            "snapshotter/__init__.py": f"open({str(marker)!r}, 'w').close()\n",
+            "snapshotter/cli/__init__.py": "",
+            "snapshotter/cli/served.py": "",
+        },
+    )
+    script = Path(sys.executable).parent / "snapshotter"  # as agents run it (no cwd on the path)
+    done = run_hook(event("session_start", root), data_dir, cwd=root, command=(str(script),))
+    assert done.returncode == 0, done.stderr
+    wait_for(server_socket)
+    assert client.send(server_socket, data_dir, [], b"{}") is None, "the server answers"
+    assert not marker.exists(), "the worktree's snapshotter/ was imported by the hook server"

@@ -156,13 +156,17 @@ def test_restore_files_puts_one_file_back(root: Path) -> None:
 
 def test_checkpoint_records_a_save_point_the_agent_can_undo(root: Path) -> None:
     t = tools(root)
-    with pytest.raises(NothingToDo, match="nothing changed"):
-        t.checkpoint("before the refactor")
+    save = t.checkpoint("before the refactor")  # nothing changed: a save point all the same
+    assert save["label"] == "before the refactor" and save["session_id"] == "agent-1"
+    assert save["files"] == []
     write(root, "keep.txt", "risky\n")
-    cp = t.checkpoint("before the refactor")
-    assert cp["label"] == "before the refactor" and cp["session_id"] == "agent-1"
-    (op,) = cli_json(root, "log")
-    assert (op["op"], op["by"], op["checkpoints"]) == ("checkpoint", "agent", [cp["id"]])
+    cp = t.checkpoint("the risky edit")
+    assert [f["path"] for f in cp["files"]] == ["keep.txt"], cp
+    ops = cli_json(root, "log")
+    assert [(op["op"], op["by"], op["checkpoints"]) for op in ops] == [
+        ("checkpoint", "agent", [save["id"]]),
+        ("checkpoint", "agent", [cp["id"]]),
+    ]
     t.undo()
     assert (root / "keep.txt").read_text() == "keep\n"
 
@@ -174,11 +178,12 @@ def test_a_worktree_with_no_history_lists_nothing(tmp_path: Path) -> None:
         tools(repo).undo()
 
 
-def test_checkpoint_without_hooks_starts_a_baseline_then_records(tmp_path: Path) -> None:
-    """A runtime with the server but no hooks: the first call is the baseline."""
+def test_checkpoint_without_hooks_starts_with_a_save_point_then_records(tmp_path: Path) -> None:
+    """A runtime with the server but no hooks: the first call is a save point of the
+    worktree as it is, and what follows it is undoable."""
     repo = make_repo(tmp_path / "fresh", REPO)
     t = tools(repo)
-    assert t.checkpoint("start")["checkpoint"] is None, "the first snapshot is the baseline"
+    assert t.checkpoint("start")["files"] == [], "the first snapshot is a save point"
     write(repo, "a.txt", "changed\n")
     cp = t.checkpoint("after the change")
     assert cp["session_id"] == "agent" and [f["path"] for f in cp["files"]] == ["a.txt"], cp

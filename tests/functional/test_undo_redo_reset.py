@@ -169,6 +169,9 @@ def test_undo_refuses_a_file_the_user_changed_force_and_redo_restore_it(rig: Rig
     assert refused.value.exit_code == 4, "a refused undo exits 4"
     assert refused.value.paths == ["src/app.py"], f"refusal must name the file: {refused.value}"
     assert "src/app.py" in str(refused.value), "the message names the changed file"
+    assert "force=True" in str(refused.value) and "--force" not in str(refused.value), (
+        f"an API user is told the parameter, not the CLI option (#26.6): {refused.value}"
+    )
     assert rig.files() == before_refusal, "a refused undo must not touch the worktree"
     assert rig.state_file().read_bytes() == state_before, "a refused undo must not change state"
     with pytest.raises(NothingToDo):

@@ -181,6 +181,8 @@ def normalize(data: dict[str, Any], options: dict[str, str]) -> dict[str, Any]:
         reason = event_reasons().get(event) if dialect is None else dialect.reasons.get(event)
         if reason:
             fields["reason"] = reason
+    if fields.get("tool_error") is True and fields.get("hook_event_name") == "post_tool_use":
+        fields["reason"] = "failed"  # docker-agent's failed tool call (#26.4)
     return fields
 
 

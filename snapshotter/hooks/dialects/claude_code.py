@@ -19,6 +19,7 @@ DIALECT = Dialect(
         "SessionEnd": "session_end",
     },
     matchers=frozenset(("PreToolUse", "PostToolUse", "PostToolUseFailure")),
+    reasons={"PostToolUseFailure": "failed"},  # its checkpoint is marked failed (#26.4)
     ignored=frozenset(
         ("Notification", "SubagentStop", "PreCompact", "PermissionRequest", "SubagentStart")
     ),

@@ -25,6 +25,7 @@ DIALECT = Dialect(
         "agentStop": "turn_end",
         "sessionEnd": "session_end",
     },
+    reasons={"postToolUseFailure": "failed"},  # its checkpoint is marked failed (#26.4)
     ignored=frozenset(
         (
             "errorOccurred",

@@ -18,6 +18,7 @@ DIALECT = Dialect(
         "stop": "turn_end",
         "sessionEnd": "session_end",
     },
+    reasons={"postToolUseFailure": "failed"},  # its checkpoint is marked failed (#26.4)
     ignored=frozenset(
         (
             "subagentStart",

@@ -15,6 +15,7 @@ DIALECT = Dialect(
     title="Qwen Code",
     events={**claude_code.DIALECT.events, "StopFailure": "turn_end"},
     matchers=claude_code.DIALECT.matchers,
+    reasons=claude_code.DIALECT.reasons,
     ignored=claude_code.DIALECT.ignored,
     config=".qwen/settings.json",
     global_config=".qwen/settings.json",

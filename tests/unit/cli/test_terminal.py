@@ -66,9 +66,12 @@ def test_off_a_terminal_emit_writes_the_bytes_themselves() -> None:
     assert out.getvalue() == b"\x1b[31mred\x1b[m\n"
 
 
-def test_a_reader_gone_early_is_no_error() -> None:
+def test_a_reader_gone_early_reaches_main() -> None:
+    """cli.main turns it into git's quiet exit 141 (#26.6), served or not."""
+
     class Closed(io.BytesIO):
         def write(self, _data: object) -> int:
             raise BrokenPipeError
 
-    terminal.emit(b"data", stream=Closed(), page=False)
+    with pytest.raises(BrokenPipeError):
+        terminal.emit(b"data", stream=Closed(), page=False)

@@ -129,3 +129,24 @@ def test_on_dir_hears_of_every_directory_read(worktree: Worktree) -> None:
     scan(worktree, previous=(), max_new_file_size=LIMIT, on_dir=heard.append)
     root = str(worktree.root)
     assert sorted(heard) == sorted([root, f"{root}/logs", f"{root}/src"])
+
+
+def test_the_walk_remembers_the_ignored_paths_it_passed_by(worktree: Worktree) -> None:
+    """#26.3: what an agent's `git clean -fdx` can delete that no capture holds."""
+    found = scan(worktree, previous=(), max_new_file_size=LIMIT)
+    assert found.ignored == {"logs/other.log", "build/"}, found.ignored
+
+
+def test_keep_ignored_captures_chosen_ignored_files_up_to_a_size(worktree: Worktree) -> None:
+    """#26.3: `git config snapshotter.keepIgnored` (off by default) keeps chosen ignored
+    files and directories in the snapshot, each up to keepIgnoredMaxSize."""
+    config = worktree.common_dir / "config"
+    config.write_text(
+        config.read_text() + '[snapshotter]\n\tkeepIgnored = "*.log, build/"\n'
+        "\tkeepIgnoredMaxSize = 10\n"
+    )
+    write(worktree.root, "build/huge.o", b"h" * 11)
+    modes, _skipped = walk(worktree)
+    assert {"logs/other.log", "build/out.o"} <= modes.keys(), modes
+    found = scan(worktree, previous=(), max_new_file_size=LIMIT)
+    assert "build/huge.o" not in found.entries and found.ignored == {"build/huge.o"}, found.ignored

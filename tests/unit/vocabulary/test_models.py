@@ -59,5 +59,6 @@ def test_a_restore_report_quotes_its_paths_too() -> None:
         "restored": ['"caf\\351.txt"'],
         "removed": ["b"],
         "skipped": [],
+        "not_held": [],
         "dry_run": False,
     }
