@@ -98,7 +98,7 @@ def test_list_diff_go_back_and_the_state_after(
     assert "[ ] + src/extra.py" in listed and "[ ] ~ src/greeter.py" in listed
 
     terminal.keys("Right", "j")
-    diffed = terminal.shows("└ Write src/extra.py", "checkpoint 7 tool: Write src/extra.py")
+    diffed = terminal.shows("├ Write src/extra.py", "checkpoint 7 tool: Write src/extra.py")
     assert "+EXTRA = True" in diffed, "the diff pane shows the highlighted tool's diff"
     assert "-def greet(name):" not in diffed, "and only its own files"
     assert "\x1b[32m+EXTRA = True" in terminal.screen(escapes=True), "coloured as git does"
