@@ -31,6 +31,12 @@ def pytest_configure(config: pytest.Config) -> None:
         compileall.compile_dir(Path(__file__).parent.parent / "snapshotter", quiet=1)
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: a worker per core, and at least three: a test spends much of its
+    time waiting for the processes it starts, so even two cores keep three busy."""
+    return max(3, os.cpu_count() or 1)
+
+
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "Test",
     "GIT_AUTHOR_EMAIL": "test@example.com",

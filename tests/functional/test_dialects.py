@@ -12,9 +12,15 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from builders import claude_event, hook_ok, listed, make_repo, run_cli, write
 
 from snapshotter.logfile import log_path
+
+# Hooks run as a runtime runs them by default: each event's `snapshotter hook`
+# process hands it to the hook server (hooks/server.py), which also runs the
+# commands; the rest of the suite covers hooks that handle their event alone.
+pytestmark = pytest.mark.usefixtures("server_socket")
 
 S = "sess-dialect"
 
