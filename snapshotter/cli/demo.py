@@ -67,7 +67,9 @@ def _stop_hook_server(data: Path) -> None:
 
 
 def _cmd(data: Path) -> list[str]:
-    return [sys.executable, "-m", "snapshotter", "--data-dir", str(data)]
+    # -P: not the current directory's ``snapshotter/`` (the demo is often run in a
+    # clone of this repository) but the one this process runs.
+    return [sys.executable, "-P", "-m", "snapshotter", "--data-dir", str(data)]
 
 
 def _hook(data: Path, event: dict[str, object]) -> None:

@@ -192,7 +192,7 @@ def start(path: str | os.PathLike[str]) -> None:
     import subprocess  # only on this rare path: the hook's start-up stays lean
 
     subprocess.Popen(
-        [sys.executable, "-m", SERVER_MODULE, os.fspath(path)],
+        [sys.executable, "-P", "-m", SERVER_MODULE, os.fspath(path)],  # -P: see cwd below
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -35,6 +35,7 @@ def command(data_dir: Path, worktree: Path, *, budget_s: float, policy: Policy) 
     """The ``snapshotter gc --detached`` command line, run by this very interpreter."""
     return [
         sys.executable,
+        "-P",  # never a ``snapshotter/`` of the directory it starts in
         "-m",
         "snapshotter",
         "--data-dir",

@@ -176,6 +176,32 @@ def test_demo_runs_and_shows_list_diff_undo_redo(
     assert not data_dir.exists(), "demo never touches the user's data directory"
 
 
+def test_demo_run_in_a_directory_with_a_snapshotter_package_runs_its_own_code(
+    tmp_path: Path,
+) -> None:
+    """README's first command runs the demo in a clone of this repository: its hooks
+    and commands must run the installed snapshotter, not the ``snapshotter/`` there
+    (the hook server they started was left running under another name)."""
+    decoy = tmp_path / "clone"
+    (decoy / "snapshotter").mkdir(parents=True)
+    marker = tmp_path / "decoy-imported"
+    (decoy / "snapshotter" / "__init__.py").write_text(
+        f"open({str(marker)!r}, 'w').close()\nraise SystemExit(1)\n"
+    )
+    (tmp_path / "tmp").mkdir()
+    done = subprocess.run(
+        [str(script()), "demo"],
+        capture_output=True,
+        text=True,
+        env={**env(), "TMPDIR": str(tmp_path / "tmp"), "SNAPSHOTTER_HOOK_SERVER": "1"},
+        cwd=decoy,
+        check=False,
+        timeout=300,
+    )
+    assert done.returncode == 0 and "undid checkpoint" in done.stdout, done.stdout + done.stderr
+    assert not marker.exists(), "the demo's processes imported the directory's snapshotter/"
+
+
 # -- README wiring --------------------------------------------------------------------
 # Tests named test_readme_* check README.md's content (select them with -k readme):
 # the snippets users copy must parse and must record what the recordings expect.
