@@ -241,8 +241,7 @@ def serve(path: str) -> None:
 
     from snapshotter.hooks.server import serve as serve_hooks
 
-    _warm_up()
-    serve_hooks(Path(path), partial(run_child, path))
+    serve_hooks(Path(path), partial(run_child, path), warm_up=_warm_up)
 
 
 def _warm_up() -> None:

@@ -290,8 +290,17 @@ class _Server:
             thread.join(max(0.0, deadline - time.monotonic()))
 
 
-def serve(sock_path: Path, run_command: CommandRunner | None = None) -> None:
-    """Serve hook events (and, given ``run_command``, CLI commands) until idle."""
+def serve(
+    sock_path: Path,
+    run_command: CommandRunner | None = None,
+    warm_up: Callable[[], None] | None = None,
+) -> None:
+    """Serve hook events (and, given ``run_command``, CLI commands) until idle.
+
+    ``warm_up`` imports what the commands need; it runs once this process owns
+    the socket, so the servers a burst of first hooks starts at once do not all
+    pay for imports only one of them will use.
+    """
     lock_path = f"{sock_path}.lock"
     lock = open(lock_path, "w")  # noqa: SIM115 - held for the process's life
     try:
@@ -302,7 +311,7 @@ def serve(sock_path: Path, run_command: CommandRunner | None = None) -> None:
     _exit_on_signals()
     os.umask(0o077)  # as in the hook process: store files private (it never restores)
     try:
-        _run(sock_path, run_command, (lock.fileno(),))
+        _run(sock_path, run_command, (lock.fileno(),), warm_up)
     finally:
         # Every way out (idle, stop, SIGTERM, an exception) leaves nothing behind
         # in the runtime directory (issue 13.16). The socket goes first, while we
@@ -314,7 +323,12 @@ def serve(sock_path: Path, run_command: CommandRunner | None = None) -> None:
         lock.close()
 
 
-def _run(sock_path: Path, run_command: CommandRunner | None, keep_out: tuple[int, ...]) -> None:
+def _run(
+    sock_path: Path,
+    run_command: CommandRunner | None,
+    keep_out: tuple[int, ...],
+    warm_up: Callable[[], None] | None,
+) -> None:
     from snapshotter.engine.serving import Resident
 
     with contextlib.suppress(FileNotFoundError):
@@ -325,6 +339,8 @@ def _run(sock_path: Path, run_command: CommandRunner | None, keep_out: tuple[int
         listener.bind(str(sock_path))
         listener.listen(64)
         _warm_up()
+        if warm_up is not None:
+            warm_up()
         server = _Server(listener, sock_path, resident, run_command, keep_out)
         try:
             server.loop()

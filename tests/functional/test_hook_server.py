@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -108,3 +109,39 @@ def test_the_server_never_imports_a_snapshotter_the_worktree_holds(
     wait_for(server_socket)
     assert client.send(server_socket, data_dir, [], b"{}") is None, "the server answers"
     assert not marker.exists(), "the worktree's snapshotter/ was imported by the hook server"
+
+
+# A second server for the same socket, as a burst of first hooks starts: what it loaded.
+SECOND_SERVER = """
+import json, sys
+from snapshotter.cli import served
+served.serve(sys.argv[1])  # the socket's lock is held: returns at once
+print(json.dumps(sorted(m for m in sys.modules if m.startswith(("snapshotter.cli", "pydantic")))))
+"""
+
+
+def test_a_second_server_for_a_served_socket_exits_before_loading_the_commands(
+    tmp_path: Path, data_dir: Path, server_socket: Path
+) -> None:
+    """Parallel first hooks each start a server; all but one find the socket taken.
+    Those leave before importing what commands need (~0.3 s of CPU each)."""
+    root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
+    assert (
+        run_hook(
+            {"session_id": "s", "cwd": str(root), "hook_event_name": "turn_start"}, data_dir
+        ).returncode
+        == 0
+    )
+    wait_for(server_socket, limit=30)
+    done = subprocess.run(
+        [sys.executable, "-c", SECOND_SERVER, str(server_socket)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    loaded = json.loads(done.stdout)
+    heavy = [m for m in loaded if m.startswith("pydantic") or m == "snapshotter.cli.main"]
+    assert not heavy and "snapshotter.cli.served" in loaded, loaded
+    assert client.send(server_socket, data_dir, [], b"{}") is None, "the first server still serves"
