@@ -72,7 +72,7 @@ def test_gc_session_end_starts_gc_detached_and_never_runs_it_itself(
     assert spawn["start_new_session"] is True, "detached from the hook's session"
     assert all(spawn[k] == subprocess.DEVNULL for k in ("stdin", "stdout", "stderr"))
     argv = spawn["argv"]
-    assert argv[1:3] == ["-m", "snapshotter"] and "gc" in argv and "--detached" in argv
+    assert argv[1:4] == ["-P", "-m", "snapshotter"] and "gc" in argv and "--detached" in argv
     assert argv[argv.index("--max-checkpoints") + 1] == "3", "retention args travel along"
 
 
