@@ -21,8 +21,12 @@ sync per object. A few files are fsynced one by one; more are flushed with one
 filesystem rather than a journal commit per file. libgit2's own option
 (``GIT_OPT_ENABLE_FSYNC_GITDIR``) is left off: it syncs every loose object
 as it is written, two syncs per object. What is noted is per process (a hook
-server's threads share it; a settle holds the lock until its syncs are done,
-so no thread writes a record while another is still syncing its objects).
+server's threads share it). A settle syncs everything pending when it starts,
+the items another thread is syncing at that moment included, so its record
+never waits on someone else's sync; and it holds no lock while syncing, so a
+slow disk under one worktree never holds up another's events (issue 13.12).
+Each note carries a generation: what was noted again during a sync stays
+pending for the next settle.
 """
 
 from __future__ import annotations
@@ -41,8 +45,10 @@ _SyncFs = Callable[[int], int]
 FEW = 8
 
 _lock = threading.Lock()
-_files: set[str] = set()
-_dirs: set[str] = set()
+# Pending paths, each with the generation it was last noted at.
+_files: dict[str, int] = {}
+_dirs: dict[str, int] = {}
+_generation = [0]
 
 
 def _forked() -> None:
@@ -63,15 +69,16 @@ def wrote(path: str | os.PathLike[str]) -> None:
     are made durable by the next ``settle``."""
     name = os.fspath(path)
     with _lock:
-        _files.add(name)
-        _dirs.add(os.path.dirname(name))
+        _generation[0] += 1
+        _files[name] = _dirs[os.path.dirname(name)] = _generation[0]
 
 
 def entered(directory: str | os.PathLike[str]) -> None:
     """``directory``'s entries changed (created, renamed in, a subdirectory made): its
     listing is made durable by the next ``settle``."""
     with _lock:
-        _dirs.add(os.fspath(directory))
+        _generation[0] += 1
+        _dirs[os.fspath(directory)] = _generation[0]
 
 
 def settle(*also: str | os.PathLike[str]) -> None:
@@ -82,17 +89,18 @@ def settle(*also: str | os.PathLike[str]) -> None:
     no record: what it would name may be lost).
     """
     with _lock:
-        files = set(_files)
-        dirs = set(_dirs)
-        for extra in (os.fspath(name) for name in also):
-            if os.path.exists(extra):
-                files.add(extra)
-                dirs.add(os.path.dirname(extra))
-        if not files and not dirs:
-            return
-        _sync(files, dirs)
-        _files.difference_update(files)
-        _dirs.difference_update(dirs)
+        files, dirs = dict(_files), dict(_dirs)
+    for extra in (os.fspath(name) for name in also):
+        if os.path.exists(extra):
+            files[extra] = dirs[os.path.dirname(extra)] = 0  # not pending: nothing to forget
+    if not files and not dirs:
+        return
+    _sync(set(files), set(dirs))
+    with _lock:
+        for pending, synced in ((_files, files), (_dirs, dirs)):
+            for name, generation in synced.items():
+                if pending.get(name) == generation:  # not noted again while we synced
+                    del pending[name]
 
 
 def sync_now(fd: int) -> None:

@@ -80,3 +80,45 @@ def test_made_dirs_notes_each_parent_up_to_the_top(tmp_path: Path, synced: list[
     durable.made_dirs(deep, tmp_path / "store")
     durable.settle()
     assert synced == [str(deep.parent), str(tmp_path / "store"), str(tmp_path)]
+
+
+def test_a_slow_sync_holds_up_no_other_thread_and_keeps_what_was_noted_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hook server's threads share what is noted: one worktree's slow disk must
+    not hold up another's event, and a file noted again while a sync ran is synced
+    by a later settle, not forgotten."""
+    import threading
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.write_bytes(b"1")
+    second.write_bytes(b"2")
+    durable.settle()
+    started, release = threading.Event(), threading.Event()
+    synced: list[set[str]] = []
+    real_sync = durable._sync
+
+    def sync(files: set[str], dirs: set[str]) -> None:
+        synced.append(set(files))
+        if threading.current_thread().name == "slow":
+            started.set()
+            assert release.wait(4)
+        real_sync(files, dirs)
+
+    monkeypatch.setattr(durable, "_sync", sync)
+    durable.wrote(first)
+    slow = threading.Thread(target=durable.settle, name="slow")
+    slow.start()
+    assert started.wait(4)
+    durable.wrote(first)  # written again while the slow sync runs
+    durable.wrote(second)
+    durable.settle()
+    assert slow.is_alive(), "this settle waited for the slow one: a lock was held over a sync"
+    assert synced[-1] == {str(first), str(second)}, "it syncs all pending, the slow one's too"
+    durable.wrote(first)  # and once more, still during the slow sync
+    release.set()
+    slow.join(4)
+    assert durable.pending() > 0, "what was noted during the slow sync is still pending"
+    durable.settle()
+    assert synced[-1] == {str(first)}
+    assert durable.pending() == 0
