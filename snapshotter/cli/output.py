@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from snapshotter.checkpoints import NOT_HELD_IGNORED
+from snapshotter.checkpoints import NOT_HELD_IGNORED, Record
 from snapshotter.config import MANUAL_SESSION
 from snapshotter.names import display, encode
 
 if TYPE_CHECKING:
     from snapshotter.engine.maintenance import GcReport
     from snapshotter.engine.moved import Recovered
-    from snapshotter.models import Checkpoint, RestoreReport
+    from snapshotter.models import RestoreReport
 
 # Where stdout cannot encode them (PYTHONIOENCODING=latin-1), use_ascii() swaps these.
 NESTED = "├ "  # a tool of the turn listed right below it
@@ -39,14 +39,14 @@ def emit_json(data: Any) -> None:
 LEGEND = "+added ~modified -deleted files"  # what ``counts`` shows, said where it first appears
 
 
-def counts(cp: Checkpoint) -> str:
+def counts(cp: Record) -> str:
     added = sum(f.status == "added" for f in cp.files)
     modified = sum(f.status == "modified" for f in cp.files)
     deleted = sum(f.status == "deleted" for f in cp.files)
     return f"+{added} ~{modified} -{deleted}"
 
 
-def _when(cp: Checkpoint, now: datetime | None = None) -> str:
+def _when(cp: Record, now: datetime | None = None) -> str:
     """Local time, with how long ago (records stay UTC; people read their own clock)."""
     at = parse_time(cp.created_at)
     local = at.astimezone()
@@ -68,7 +68,7 @@ def age(delta: timedelta) -> str:
     return "just now" if seconds < 10 else f"{seconds} s ago"
 
 
-def _by_hand(cp: Checkpoint) -> bool:
+def _by_hand(cp: Record) -> bool:
     """Whether the user recorded ``cp`` with ``snapshotter checkpoint``."""
     return cp.reason == "checkpoint"
 
@@ -93,7 +93,7 @@ def _header(look: _Look) -> str:
     return f"{'ID':>5}  {'WHEN':<22}  {'KIND':<6}  {'WHAT':<{look.width}}  FILES"
 
 
-def _line(cp: Checkpoint, indent: str, now: datetime, look: _Look = _Look()) -> str:
+def _line(cp: Record, indent: str, now: datetime, look: _Look = _Look()) -> str:
     notes = []
     lost = sum(s.reason == NOT_HELD_IGNORED for s in cp.skipped)
     if len(cp.skipped) > lost:
@@ -118,7 +118,7 @@ def _line(cp: Checkpoint, indent: str, now: datetime, look: _Look = _Look()) -> 
 
 
 def checkpoints(
-    cps: Sequence[Checkpoint],
+    cps: Sequence[Record],
     show_session: bool = False,
     session: str | None = None,
     others: int = 0,
@@ -179,7 +179,7 @@ def checkpoints(
         )
 
 
-def checkpoint_detail(cp: Checkpoint) -> None:
+def checkpoint_detail(cp: Record) -> None:
     """``show``: the checkpoint in full, as a person reads it: the local time, the
     whole prompt, the command, whether the tool failed (#26.4); then its files."""
     state = "undone" if cp.undone else "active"

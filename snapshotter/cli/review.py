@@ -23,9 +23,9 @@ color_option = click.option(
 )
 
 if TYPE_CHECKING:
+    from snapshotter.checkpoints import Record
     from snapshotter.cli.terminal import ColorChoice
     from snapshotter.engine import Engine
-    from snapshotter.models import Checkpoint
 
 
 @click.command("list")
@@ -58,7 +58,7 @@ def list_(
     try:
         engine = c.engine(directory, create=False)
         session = None if all_sessions else c.session(engine, session_id)
-        everyone = engine.checkpoints()
+        everyone = engine.records()
     except NothingToDo as exc:
         everyone, session = [], None
         if isinstance(exc, WorktreeMoved):
@@ -73,7 +73,7 @@ def list_(
     shown = {session} if session_id else {session, MANUAL_SESSION}
     cps = [cp for cp in everyone if session is None or cp.session_id in shown]
     if as_json:
-        output.emit_json([cp.model_dump(mode="json") for cp in cps])
+        output.emit_json([cp.to_model().model_dump(mode="json") for cp in cps])
         return
     others = len({cp.session_id for cp in everyone} - shown)
     from snapshotter.cli import terminal
@@ -88,7 +88,7 @@ def list_(
     )
 
 
-def _checkpoint(c: Ctx, directory: str, named: str | None) -> tuple[Engine, Checkpoint]:
+def _checkpoint(c: Ctx, directory: str, named: str | None) -> tuple[Engine, Record]:
     """The worktree's engine and the checkpoint named, by id or message (default: the
     session's newest)."""
     from snapshotter.errors import NotFound, NothingToDo
@@ -102,7 +102,7 @@ def _checkpoint(c: Ctx, directory: str, named: str | None) -> tuple[Engine, Chec
         raise NotFound(
             f"no checkpoint {named} in this worktree (no snapshots recorded here yet)"
         ) from None
-    return engine, engine.show(None) if named is None else engine.named_checkpoint(named)
+    return engine, engine.record(None) if named is None else engine.named_record(named)
 
 
 @click.command()
@@ -119,7 +119,7 @@ def show(c: Ctx, checkpoint_id: str, directory: str, as_json: bool) -> None:
 
     _, cp = _checkpoint(c, directory, checkpoint_id)
     if as_json:
-        output.emit_json(cp.model_dump(mode="json"))
+        output.emit_json(cp.to_model().model_dump(mode="json"))
     else:
         output.checkpoint_detail(cp)
 
@@ -193,7 +193,7 @@ def diff(
 
     first, last, dots = target if target is not None else (None, None, False)
     engine, cp = _checkpoint(c, directory, first)
-    until = engine.named_checkpoint(last) if last is not None else None
+    until = engine.named_record(last) if last is not None else None
     if until is not None and until.id < cp.id:
         raise click.BadParameter(f"{first}..{last}: checkpoint {until.id} comes before {cp.id}")
     shown = engine.checkpoint_diff(cp, to_now=to_now or dots, until=until)

@@ -14,7 +14,6 @@ from snapshotter.git.worktree import find_worktree
 from snapshotter.history import sessions
 from snapshotter.history.records import State
 from snapshotter.history.state_file import load
-from snapshotter.models import Checkpoint
 from snapshotter.store.shadow import Store
 from snapshotter.store.workspace import Workspace
 
@@ -138,19 +137,15 @@ def by_name(store: Store, name: str) -> Record:
     raise NotFound(f"no checkpoint named {name!r} in this worktree{hint}")
 
 
-def list_checkpoints(store: Store, session_id: str | None) -> list[Checkpoint]:
+def list_checkpoints(store: Store, session_id: str | None) -> list[Record]:
     """Checkpoints ordered by id; one session's, or every session's when None."""
     state = load(store)
-    return [
-        cp.to_model()
-        for cp in state.checkpoints
-        if session_id is None or cp.session_id == session_id
-    ]
+    return [cp for cp in state.checkpoints if session_id is None or cp.session_id == session_id]
 
 
 def find_checkpoint(
     workspace: Workspace, checkpoint_id: int | None, session_id: str | None = None
-) -> Checkpoint:
+) -> Record:
     """Checkpoint ``checkpoint_id`` of the worktree, in any session; without an id,
     the newest top-level checkpoint of ``session_id`` (default: the newest session)."""
     cps = list_checkpoints(workspace.store, None)
@@ -185,9 +180,9 @@ def session_workspace(workspace: Workspace, data_dir: Path, session_id: str) -> 
 def diff_end(
     workspace: Workspace,
     data_dir: Path,
-    cp: Checkpoint,
+    cp: Record,
     to_now: bool,
-    until: Checkpoint | None = None,
+    until: Record | None = None,
 ) -> tuple[str, Callable[[str], bool], list[tuple[str, str]]]:
     """Where a diff of ``cp`` ends, the paths it shows, and (path, reason) of files a
     fresh capture left out: the checkpoint's own files up to its ``after``; or,

@@ -152,3 +152,61 @@ def test_a_served_hook_loads_no_heavy_library(
         found["modules"], (*HEAVY, "snapshotter.hooks.builtin", "snapshotter.store.shadow")
     )
     assert not heavy, f"the served hook's client loaded {heavy}"
+
+
+# Runs a CLI command through the console script's entry; what it printed and loaded.
+CLI_PROBE = """
+import contextlib, io, json, sys
+from snapshotter.cli.launcher import main
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    try:
+        main(sys.argv[3:])
+    except SystemExit as exc:
+        code = exc.code
+with open(sys.argv[1], "w") as f:
+    json.dump({"modules": sorted(sys.modules), "out": out.getvalue(), "code": code}, f)
+"""
+
+
+def cli_probe(tmp_path: Path, root: Path, *args: str) -> dict[str, object]:
+    report = tmp_path / f"cli-{time.monotonic_ns()}.json"
+    done = subprocess.run(
+        [sys.executable, "-c", CLI_PROBE, str(report), "-", *args],
+        cwd=root,
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    found: dict[str, object] = json.loads(report.read_text())
+    assert found["code"] in (0, None), found
+    found["out"] = f"{found['out']}{done.stderr.decode()}"
+    return found
+
+
+def test_commands_that_print_checkpoints_as_text_load_no_pydantic(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    """`list`, `show`, `diff` and `log` read the stored records (Engine.records): the
+    models (~120 ms of start-up) only for --json, where they are the document."""
+    root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
+    base = {"session_id": "s", "cwd": str(root)}
+    probe(tmp_path, data_dir, {**base, "hook_event_name": "turn_start"})
+    write(root, "a.txt", "changed\n")
+    probe(tmp_path, data_dir, {**base, "hook_event_name": "turn_end"})
+    shown = {
+        "list": "~1",
+        "show 1": "a.txt",
+        "diff 1": "+changed",
+        "diff 1.. --stat": "a.txt",
+        "log": "no undo, redo",
+    }
+    for command, expected in shown.items():
+        found = cli_probe(tmp_path, root, "--data-dir", str(data_dir), *command.split())
+        assert expected in str(found["out"]), f"{command}: {found['out']!r}"
+        extra = loaded(found["modules"], PYDANTIC)
+        assert not extra, f"`snapshotter {command}` loaded pydantic: {extra}"
+    found = cli_probe(tmp_path, root, "--data-dir", str(data_dir), "list", "--json")
+    assert json.loads(str(found["out"]))[0]["files"] == [{"path": "a.txt", "status": "modified"}]
+    assert loaded(found["modules"], PYDANTIC), "--json prints the API's models"
