@@ -380,6 +380,14 @@ class Engine(Workspace):
 
         return collect(self, dry_run=dry_run, budget_s=budget_s, policy=policy)
 
+    def gc_due(self, policy: Policy | None = None) -> bool:
+        """Whether a bounded gc (``gc(budget_s=...)``) would change anything: session_end
+        starts no gc process for a store with nothing to drop or compact."""
+        from snapshotter.history.maintenance import due
+        from snapshotter.history.retention import Policy
+
+        return due(self.store, policy or Policy())
+
 
 def _finish_restore(store: Store, notes: list[str]) -> None:
     """Finish a restore a killed process left half done (the journal), if there is one;

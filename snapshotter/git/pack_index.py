@@ -101,6 +101,27 @@ class PackIndex:
         return {oid for oid in wanted if oid not in self}
 
 
+def object_count(path: Path) -> int | None:
+    """How many objects a v2 ``.idx`` file lists (its header only); None as
+    ``read_pack_index`` would give None for a file too damaged to start."""
+    try:
+        with open(path, "rb") as f:
+            fanout = _fanout(f.read(_HEAD))
+    except OSError:
+        return None
+    return None if fanout is None else fanout[-1]
+
+
+def _fanout(head: bytes) -> tuple[int, ...] | None:
+    """The fan-out table of an index that starts with ``head``; None if it is not v2."""
+    if len(head) < _HEAD or head[:4] != MAGIC or struct.unpack_from(">I", head, 4)[0] != 2:
+        return None
+    fanout = _FANOUT.unpack_from(head, 8)
+    if any(a > b for a, b in itertools.pairwise(fanout)):
+        return None
+    return fanout
+
+
 def read_pack_index(path: Path, *, tables: bool = False) -> PackIndex | None:
     """A v2 ``.idx`` file's ids (with ``tables``, also each object's offset and CRC32);
     None for another version or a damaged file.
@@ -110,11 +131,8 @@ def read_pack_index(path: Path, *, tables: bool = False) -> PackIndex | None:
     """
     try:
         with open(path, "rb") as f:
-            head = f.read(_HEAD)
-            if len(head) < _HEAD or head[:4] != MAGIC or struct.unpack_from(">I", head, 4)[0] != 2:
-                return None
-            fanout = _FANOUT.unpack_from(head, 8)
-            if any(a > b for a, b in itertools.pairwise(fanout)):
+            fanout = _fanout(f.read(_HEAD))
+            if fanout is None:
                 return None
             count = fanout[-1]
             names = f.read(20 * count)

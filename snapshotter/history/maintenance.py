@@ -9,6 +9,7 @@ own (hooks/detached_gc.py) and never waits for it.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from snapshotter.history.retention import (
     apply_age_and_count,
     drop_session,
     oldest_droppable,
+    would_drop,
 )
 from snapshotter.history.state_file import load, save
 from snapshotter.store import compaction, object_files, orphan_stores, stat_cache
@@ -88,11 +90,7 @@ def _collect(
         if report.dropped.checkpoints and not dry_run:
             save(store, state)  # records go before the objects they named
         plan = compaction.read_plan(store, _live_trees(store, state))
-    over = (
-        policy.max_store_bytes is not None
-        and report.bytes_before > policy.max_store_bytes
-        and oldest_droppable(state) is not None
-    )  # else rewriting frees nothing more
+    over = _over_budget(state, policy, lambda: report.bytes_before)
     share = 0.0 if over or compact else compaction.GARBAGE_SHARE
     if budget_s is not None and not (over or compact or report.dropped.checkpoints):
         report.reason = compaction.idle_reason(plan)
@@ -125,6 +123,27 @@ def _collect(
             break
         compaction.compact_pass(store, report, 0.0, live)
     return report
+
+
+def due(store: Store, policy: Policy) -> bool:
+    """Whether a bounded gc (session_end's) would do anything to ``store``: retention
+    drops something, the store is over its size budget, or compaction is due
+    (``compaction.due``). It reads the records and lists the object directories,
+    without the lock; a gc started on a "yes" decides again under it."""
+    state = load(store)
+    if would_drop(state, policy):
+        return True
+    objects = store.root / "git" / "objects"
+    if compaction.due(objects):
+        return True
+    return _over_budget(state, policy, lambda: object_files.size(objects))
+
+
+def _over_budget(state: State, policy: Policy, measured: Callable[[], int]) -> bool:
+    """Over ``policy.max_store_bytes`` with a session left to drop (else rewriting frees
+    nothing more); the store's size, ``measured``, is only read when that could matter."""
+    limit = policy.max_store_bytes
+    return limit is not None and oldest_droppable(state) is not None and measured() > limit
 
 
 def _live_trees(store: Store, state: State) -> set[str]:

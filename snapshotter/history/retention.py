@@ -48,24 +48,42 @@ def drop_session(state: State, session_id: str, dropped: Dropped) -> None:
 
 def apply_age_and_count(state: State, policy: Policy, now: datetime | None = None) -> Dropped:
     dropped = Dropped()
-    now = now or datetime.now(UTC)
-    if policy.max_age_days is not None:
-        cutoff = (now - timedelta(days=policy.max_age_days)).strftime("%Y-%m-%dT%H:%M:%S")
-        for session_id, last in session_ages(state).items():
-            if last[:19] < cutoff:
-                drop_session(state, session_id, dropped)
+    for session_id in _expired(state, policy, now):
+        drop_session(state, session_id, dropped)
     if policy.max_checkpoints is not None:
         _trim_counts(state, policy.max_checkpoints, dropped)
     return dropped
 
 
-def _trim_counts(state: State, limit: int, dropped: Dropped) -> None:
+def would_drop(state: State, policy: Policy, now: datetime | None = None) -> bool:
+    """Whether ``apply_age_and_count`` would drop anything (``state`` is left as it is)."""
+    if _expired(state, policy, now):
+        return True
+    limit = policy.max_checkpoints
+    return limit is not None and any(len(ids) > limit for ids in _top_level(state).values())
+
+
+def _expired(state: State, policy: Policy, now: datetime | None) -> list[str]:
+    """The sessions idle longer than ``policy.max_age_days``, oldest first."""
+    if policy.max_age_days is None:
+        return []
+    cutoff = (now or datetime.now(UTC)) - timedelta(days=policy.max_age_days)
+    stamp = cutoff.strftime("%Y-%m-%dT%H:%M:%S")
+    return [sid for sid, last in session_ages(state).items() if last[:19] < stamp]
+
+
+def _top_level(state: State) -> dict[str, list[int]]:
+    """Each session's top-level checkpoint ids, oldest first."""
     by_session: dict[str, list[int]] = {}
     for cp in state.checkpoints:
         if cp.parent is None:
             by_session.setdefault(cp.session_id, []).append(cp.id)
+    return by_session
+
+
+def _trim_counts(state: State, limit: int, dropped: Dropped) -> None:
     doomed: set[int] = set()
-    for ids in by_session.values():
+    for ids in _top_level(state).values():
         doomed.update(ids[: max(0, len(ids) - limit)])
     if not doomed:
         return

@@ -236,12 +236,16 @@ def _start_gc(engine: Engine, options: dict[str, str]) -> None:
     its own (detached_gc.py), holding the store lock only in short moments."""
     from snapshotter.hooks import detached_gc
 
+    policy = retention_policy(options)
+    try:
+        due = engine.gc_due(policy)
+    except (OSError, SnapshotterError):
+        due = True  # no telling from here: the gc itself decides, under the lock
+    if not due:
+        return  # nothing to drop or compact: no process (~0.13 s of CPU) for nothing
     try:
         detached_gc.start(
-            engine.data_dir,
-            engine.root,
-            budget_s=SESSION_END_GC_BUDGET_S,
-            policy=retention_policy(options),
+            engine.data_dir, engine.root, budget_s=SESSION_END_GC_BUDGET_S, policy=policy
         )
     except OSError as exc:  # no process to spare: the next session_end tries again
         log_failure(engine.data_dir, f"session_end gc: {exc}")

@@ -52,11 +52,13 @@ from snapshotter.errors import StoreError
 from snapshotter.git import packs as packwriter
 from snapshotter.git.loose import loose_id
 from snapshotter.git.objects import ObjectDB, ObjectError
-from snapshotter.git.pack_index import read_pack_index
+from snapshotter.git.pack_index import object_count, read_pack_index
 from snapshotter.store.layout import file_lock
 from snapshotter.store.object_files import (
     Shared,
     drop_loose,
+    glance,
+    is_shared,
     move_in,
     own_loose_objects,
     own_pack_indexes,
@@ -204,10 +206,31 @@ def idle_reason(plan: _Plan) -> str:
     there are ``packs.LOOSE_PACK_AT`` loose objects, or the geometric rule
     would roll packs up.
     """
-    counts = sorted(len(p.entries) for p in plan.packs)
-    if len(plan.loose) >= packwriter.LOOSE_PACK_AT or _rolled(counts, 0):
+    counts = [len(p.entries) for p in plan.packs]
+    if _worth_a_pass(len(plan.loose), counts):
         return ""
     return f"only {len(plan.loose)} loose objects, and {len(counts)} packs in proportion"
+
+
+def _worth_a_pass(loose: int, pack_counts: list[int]) -> bool:
+    """The bounded gc's own rule: ``packs.LOOSE_PACK_AT`` loose objects, or packs the
+    geometric rule rolls up."""
+    return loose >= packwriter.LOOSE_PACK_AT or bool(_rolled(sorted(pack_counts), 0))
+
+
+def due(objects: Path) -> bool:
+    """Whether a bounded gc would compact anything here (``idle_reason`` says ""), or
+    clear what a killed write left: from directory listings and the packs' index
+    headers alone, without the store lock, so that session_end leaves a store with
+    nothing to do alone instead of starting a gc process for it.
+    """
+    loose, leftovers = glance(objects)
+    if leftovers:
+        return True
+    if len(loose) >= packwriter.LOOSE_PACK_AT:  # shared ones (seeded) are not the store's
+        loose = [path for path in loose if not is_shared(path)]
+    counts = [object_count(idx) for idx, _files in own_pack_indexes(objects / "pack")]
+    return _worth_a_pass(len(loose), [n for n in counts if n is not None])
 
 
 def _rolled(counts: list[int], new: int) -> int:

@@ -64,6 +64,28 @@ def is_shared(path: Path) -> bool:
         return False
 
 
+def glance(objects: Path) -> tuple[list[Path], bool]:
+    """The loose object files below ``objects``, and whether a killed write left a temp
+    file there (what ``remove_orphans`` clears): from the directory listings alone."""
+    loose: list[Path] = []
+    try:
+        subs = os.listdir(objects)
+    except OSError:
+        return loose, False
+    for sub in subs:
+        if _git_temp(sub):
+            return loose, True
+        if not FAN_OUT.match(sub):
+            continue
+        with contextlib.suppress(OSError):
+            for name in os.listdir(objects / sub):
+                if _git_temp(name):
+                    return loose, True
+                if len(name) == 38:
+                    loose.append(objects / sub / name)
+    return loose, False
+
+
 def own_loose_objects(objects: Path) -> list[Path]:
     """The loose objects the store alone holds; shared ones stay as they are."""
     return [p for p in loose_files(objects) if not is_shared(p)]

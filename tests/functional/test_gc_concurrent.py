@@ -62,6 +62,10 @@ def test_gc_session_end_starts_gc_detached_and_never_runs_it_itself(
     monkeypatch.setattr(gc_mod, "collect_store", refuse)
     monkeypatch.setattr(subprocess, "Popen", FakePopen)
 
+    for i in range(3):  # three turns and the open one: max_checkpoints=3 drops one
+        builtin.handle(hook_input("turn_start", root), [])
+        write(root, "a.txt", f"turn {i}\n")
+        builtin.handle(hook_input("turn_end", root), [])
     builtin.handle(hook_input("turn_start", root), [])
     write(root, "a.txt", "changed\n")
     cp = builtin.handle(hook_input("session_end", root), ["max_checkpoints=3"])

@@ -84,3 +84,35 @@ def test_the_size_limit_drops_the_oldest_session_but_never_the_last() -> None:
     assert oldest_droppable(state(record(1, "a", 5), record(2, "b", 1))) == "b"
     assert oldest_droppable(state(record(1, "a", 5))) is None
     assert oldest_droppable(State()) is None
+
+
+def test_would_drop_says_whether_apply_drops_anything_and_changes_nothing() -> None:
+    """session_end decides from it whether to start a gc process at all."""
+    import copy
+
+    from snapshotter.history.retention import would_drop
+
+    shapes = [
+        state(),
+        state(record(1, "old", 1), record(2, "new", 30)),
+        state(record(1, "s", 30), record(2, "s", 30, parent=1), record(3, "s", 30)),
+        state(record(1, "s", 30), record(2, "s", 30), record(3, "s", 30)),
+        state(touched={"idle": 2}),
+    ]
+    policies = [
+        Policy(max_age_days=10, max_checkpoints=None),
+        Policy(max_age_days=None, max_checkpoints=2),
+        Policy(max_age_days=None, max_checkpoints=3),
+        Policy(max_age_days=40, max_checkpoints=5),
+        Policy(max_age_days=None, max_checkpoints=None),
+    ]
+    answers = set()
+    for shape in shapes:
+        for policy in policies:
+            kept = copy.deepcopy(shape)
+            answer = would_drop(shape, policy, NOW)
+            assert shape == kept, "would_drop changed the state"
+            dropped = apply_age_and_count(copy.deepcopy(shape), policy, NOW)
+            assert answer == bool(dropped.checkpoints or dropped.sessions), (shape, policy)
+            answers.add(answer)
+    assert answers == {True, False}, "both answers were asked for"
