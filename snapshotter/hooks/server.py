@@ -70,11 +70,6 @@ MAX_THREADS = 32  # beyond this a client gets no "ready" and handles its event i
 GO_TIMEOUT_S = 10.0  # a client that said nothing after "ready" has gone
 DRAIN_S = 60.0  # on stop, how long events under way may take to finish
 _TICK_S = 1.0  # how often the accept loop looks at the stop flag and the idle clock
-# The commands' imports (``serve``'s ``warm_up``, ~0.12 s of CPU) wait until no
-# request has been under way for this long: the first events never compete with
-# them, and a server that lives through one burst of events (a one-shot agent run,
-# a test) never pays for them. The first command forked before that waits for them.
-WARM_UP_AFTER_S = 5.0
 # How long a CLI request waits for requests under way to finish before it may
 # fork; past it the client gets no "ready" (inside client.READY_TIMEOUT_S) and
 # runs the command itself.
@@ -129,7 +124,6 @@ class _Server:
         resident: Resident,
         run_command: CommandRunner | None = None,
         keep_out: tuple[int, ...] = (),
-        warm_up: Callable[[], None] | None = None,
     ) -> None:
         self.listener = listener
         self.path = path
@@ -142,7 +136,6 @@ class _Server:
         self.last_done = time.monotonic()
         self.mutex = threading.Lock()
         self.threads: set[threading.Thread] = set()
-        self.warm_up = warm_up  # run once, when quiet (WARM_UP_AFTER_S)
 
     def loop(self) -> None:
         """Accept until stopped, or idle for IDLE_S with nothing under way."""
@@ -152,35 +145,15 @@ class _Server:
                 conn, _ = self.listener.accept()
             except TimeoutError:
                 with self.mutex:
-                    quiet_s = time.monotonic() - self.last_done if self.busy == 0 else 0.0
-                if quiet_s > IDLE_S:
+                    idle = self.busy == 0 and time.monotonic() - self.last_done > IDLE_S
+                if idle:
                     return
-                if quiet_s > WARM_UP_AFTER_S:
-                    self._warm_up(wait=False)
                 continue
             except OSError:
                 if self.stopping.is_set():
                     return  # ``stop`` shut the listener down under us
                 raise
             self._dispatch(conn)
-
-    def _warm_up(self, *, wait: bool) -> None:
-        """Run ``warm_up`` once, under the gate (a fork waits for it, so no child starts
-        with an import half done): in a thread of its own, or here with ``wait``.
-        A failure only leaves the children to import what they need themselves."""
-        with self.mutex:
-            warm_up, self.warm_up = self.warm_up, None
-        if warm_up is None:
-            return
-
-        def run() -> None:
-            with contextlib.suppress(Exception), self.gate.work():
-                warm_up()
-
-        if wait:
-            run()
-        else:
-            threading.Thread(target=run, daemon=True).start()
 
     def stop(self) -> None:
         """No new connection from now on: the name goes, and a waiting accept wakes."""
@@ -257,11 +230,8 @@ class _Server:
         """Run a CLI command in a forked child (see the module doc)."""
         from snapshotter.hooks.client import COLD, GO, READY, split_frames
 
-        if self.run_command is None:
+        if self.run_command is None or not self.gate.close(QUIET_S):
             return  # no "ready": the client runs the command itself
-        self._warm_up(wait=True)  # once here, not in every child
-        if not self.gate.close(QUIET_S):
-            return
         fds: list[int] = []
         pid = 0
         try:
@@ -329,8 +299,7 @@ def serve(
 
     ``warm_up`` imports what the commands need; it runs once this process owns
     the socket, so the servers a burst of first hooks starts at once do not all
-    pay for imports only one of them will use, and only once no request has
-    been under way for ``WARM_UP_AFTER_S``: never on an agent's clock.
+    pay for imports only one of them will use.
     """
     lock_path = f"{sock_path}.lock"
     lock = open(lock_path, "w")  # noqa: SIM115 - held for the process's life
@@ -370,7 +339,9 @@ def _run(
         listener.bind(str(sock_path))
         listener.listen(64)
         _warm_up()
-        server = _Server(listener, sock_path, resident, run_command, keep_out, warm_up)
+        if warm_up is not None:
+            warm_up()
+        server = _Server(listener, sock_path, resident, run_command, keep_out)
         try:
             server.loop()
         finally:
