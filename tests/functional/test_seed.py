@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pygit2
 import pytest
-from builders import blob_at, git, make_repo, open_engine, write
+from builders import blob_at, git, make_repo, open_engine, small_tmpfs, write
 from builders import reachable as conftest_reachable
 
 from snapshotter.engine import Engine
@@ -171,7 +171,7 @@ def in_source(root: Path, content: bytes) -> bool:
 
 def lie_in_index(root: Path, rel: str, oid: str) -> None:
     """Point ``rel``'s entry (v2 index) at another blob, keeping its stat data."""
-    index = root / ".git" / "index"
+    index = index_file(root)
     data = bytearray(index.read_bytes())
     assert data[4:8] == b"\0\0\0\2", "git wrote a v2 index"
     name = rel.encode()
@@ -324,6 +324,114 @@ def test_a_racily_clean_entry_is_hashed_from_the_file(
     assert reads == [rel], "the racy entry is read; the others are still seeded"
     assert blob_at(engine, tree, rel) == actual, "the snapshot holds the worktree's bytes"
     assert tree == hashed_tree(root, tmp_path / "data2", monkeypatch)
+
+
+def racy_setup(root: Path, tmp_path: Path, rel: str) -> tuple[bytes, bytes, int]:
+    """``rel``'s entry names another blob of the file's size, with the file's exact stat
+    data (git's racy case: the file rewritten in the instant its entry was written).
+    Returns (the file's bytes, the blob the entry names, the file's mtime)."""
+    target = root / rel
+    # Mid-second, in another second than git recorded (git compares whole
+    # seconds, so only then does its refresh record the new nanoseconds).
+    mtime = (os.stat(target).st_mtime_ns // 10**9 + 30) * 10**9 + 500_000_000
+    os.utime(target, ns=(mtime, mtime))
+    git(root, "update-index", "-q", "--refresh")
+    actual = target.read_bytes()
+    (tmp_path / "other").write_bytes(bytes(b ^ 1 for b in actual))
+    other = git(root, "hash-object", "-w", "--no-filters", str(tmp_path / "other")).strip()
+    lie_in_index(root, rel, other)
+    return actual, bytes.fromhex(other), mtime
+
+
+@pytest.mark.parametrize(
+    ("index_after_ns", "trusted"),
+    [(-1, False), (0, False), (1, True)],
+    ids=["index-1ns-older", "index-same-instant", "index-1ns-newer"],
+)
+def test_nanoseconds_decide_what_is_racy_on_one_filesystem(
+    tmp_path: Path,
+    data_dir: Path,
+    reads: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    index_after_ns: int,
+    trusted: bool,
+) -> None:
+    """An entry is racily clean unless its mtime is older than the index's, to the
+    nanosecond (git's USE_NSEC rule): a file rewritten in the instant the index
+    was written, or after, is read, whatever its stat data says."""
+    root = committed(tmp_path / "repo")
+    rel = "src/d2/f2.txt"
+    actual, lie, mtime = racy_setup(root, tmp_path, rel)  # mid-second: whole seconds say racy
+    index = index_file(root)
+    os.utime(index, ns=(mtime + index_after_ns, mtime + index_after_ns))
+    stale = {rel: stat_of(root / rel)}
+    found = seed_mod.candidates(index, stale, root)
+    assert found is not None
+    assert found.trusted == ({rel: lie} if trusted else {}), "git's rule, in nanoseconds"
+    assert found.racy == ({} if trusted else {rel: lie})
+    seconds = seed_mod.candidates(index, stale)
+    assert seconds is not None and seconds.trusted == {}, "whole seconds: racy"
+    if trusted:
+        return  # the index lies and git itself would believe it: nothing can tell
+    engine = open_engine(root, data_dir)
+    tree = engine.capture().tree
+    assert reads == [rel], "the racy entry is read; the others are still seeded"
+    assert blob_at(engine, tree, rel) == actual, "the snapshot holds the worktree's bytes"
+    assert tree == hashed_tree(root, tmp_path / "data2", monkeypatch)
+
+
+def test_a_fresh_commit_trusts_every_entry_older_than_the_index(
+    tmp_path: Path, data_dir: Path, reads: list[str]
+) -> None:
+    """Right after ``git add`` and ``git commit`` the index is written in the second the
+    files were: only an entry as new as the index is read (issue 24.4)."""
+    root = make_repo(tmp_path / "repo", source_files())
+    index = index_file(root)
+    # The last nanosecond of a second git has not seen (so its refresh records them).
+    stamp = (os.stat(index).st_mtime_ns // 10**9 - 30) * 10**9 + 10**9 - 1
+    newest = root / "src/d0/f0.txt"
+    for path in worktree_files(root):
+        os.utime(path, ns=(stamp - 10**6, stamp - 10**6))  # a millisecond before the index
+    os.utime(newest, ns=(stamp, stamp))  # stamped in the index's own instant
+    git(root, "update-index", "-q", "--refresh")
+    os.utime(index, ns=(stamp, stamp))
+    engine = open_engine(root, data_dir)
+    tree = engine.capture().tree
+    assert reads == [], "the newest entry was verified by hashing, not stored anew"
+    assert len(shared(engine.store)) == FILES, "every object hard-linked"
+    assert tree == git(root, "rev-parse", "HEAD^{tree}").strip()
+    found = seed_mod.candidates(index, {p: stat_of(root / p) for p in source_files()}, root)
+    assert found is not None and list(found.racy) == ["src/d0/f0.txt"], "hashed: only that one"
+    assert len(found.trusted) == FILES - 1
+
+
+def test_a_git_dir_on_another_filesystem_compares_whole_seconds(
+    tmp_path: Path, data_dir: Path, reads: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files and index stamped by different filesystems: their nanoseconds do not
+    compare (one may stamp whole seconds), so git's default rule decides."""
+    with small_tmpfs(tmp_path / "other-fs", "size=16m") as mount:
+        root = tmp_path / "repo"
+        root.mkdir()
+        git(root, "init", "-q", "-b", "main", f"--separate-git-dir={mount / 'git'}")
+        for rel, content in source_files().items():
+            write(root, rel, content)
+        git(root, "add", "-A")
+        git(root, "commit", "-q", "-m", "initial")
+        settle(root)
+        rel = "src/d2/f2.txt"
+        actual, lie, mtime = racy_setup(root, tmp_path, rel)
+        index = index_file(root)
+        assert os.stat(index).st_dev != os.stat(root).st_dev, "two filesystems"
+        later = mtime // 10**9 * 10**9 + 10**9 - 1
+        os.utime(index, ns=(later, later))  # newer to the nanosecond, in the same second
+        found = seed_mod.candidates(index, {rel: stat_of(root / rel)}, root)
+        assert found is not None and found.trusted == {} and found.racy == {rel: lie}
+        engine = open_engine(root, data_dir)
+        tree = engine.capture().tree
+        assert rel in reads, "(no object links across filesystems: every file is read)"
+        assert blob_at(engine, tree, rel) == actual
+        assert tree == hashed_tree(root, tmp_path / "data2", monkeypatch)
 
 
 def test_a_fresh_commit_is_seeded_after_hashing_not_compressing(
