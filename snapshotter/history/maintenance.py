@@ -23,7 +23,7 @@ from snapshotter.history.retention import (
     oldest_droppable,
 )
 from snapshotter.history.state_file import load, save
-from snapshotter.store import compaction, object_files, orphan_stores, stat_cache
+from snapshotter.store import compaction, object_files, object_links, orphan_stores, stat_cache
 from snapshotter.store.compaction import Compaction
 from snapshotter.store.shadow import Store
 from snapshotter.store.workspace import Workspace
@@ -78,6 +78,8 @@ def _collect(
     store: Store, budget_s: float | None, dry_run: bool, policy: Policy, compact: bool
 ) -> GcReport:
     objects = store.root / "git" / "objects"
+    if not dry_run:
+        _share_again(store)
     with store.locked():  # a short hold: read, apply retention, write the records
         object_files.remove_orphans(objects)
         if not dry_run:
@@ -125,6 +127,20 @@ def _collect(
             break
         compaction.compact_pass(store, report, 0.0, live)
     return report
+
+
+def _share_again(store: Store) -> None:
+    """Own loose objects the source repository has packed since: its pack is linked,
+    and our copies go once that is durable (object_links.shared_again)."""
+    if store.worktree.object_format != "sha1":
+        return  # a SHA-256 repository's objects are not our SHA-1 store's
+    objects = store.root / "git" / "objects"
+    copies = object_links.shared_again(store.worktree.common_dir / "objects", objects)
+    if copies:
+        with store.locked():
+            object_files.settle_records(store.root)
+            object_files.drop_loose(copies)
+        store.reopen()
 
 
 def _live_trees(store: Store, state: State) -> set[str]:

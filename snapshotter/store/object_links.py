@@ -15,8 +15,10 @@ import stat
 from pathlib import Path
 
 from snapshotter import durable
-from snapshotter.git.loose import loose_name
+from snapshotter.git.loose import loose_id, loose_name
+from snapshotter.git.objects import read_from_packs
 from snapshotter.git.pack_index import read_pack_index
+from snapshotter.store.object_files import own_loose_objects
 
 
 def link_objects(src_objects: Path, dst_objects: Path, wanted: set[bytes]) -> set[bytes]:
@@ -48,6 +50,43 @@ def link_packs(src_objects: Path, dst_objects: Path, wanted: set[bytes]) -> set[
     """
     left = _link_packs(src_objects / "pack", dst_objects / "pack", wanted, set())
     return wanted - left
+
+
+def shared_again(src_objects: Path, dst_objects: Path) -> list[Path]:
+    """The store's own loose objects that a source pack, linked now, holds whole: copies
+    the caller may delete (under the store lock, once the links are durable).
+
+    A big commit leaves its objects loose; seeding links them, and the
+    source's ``gc --auto`` then packs them and prunes its names, which leaves
+    the links the store's own copies: a compressed copy of the whole tree.
+    Linking the packs that now hold them shares those bytes again. The copy
+    may be the only one of a file's bytes, so each object is read back from
+    the store's packs and hashed first; if any is damaged, the packs just
+    linked go again (libgit2 reads a pack before a loose file, and stops at a
+    damaged entry) and every copy stays.
+    """
+    own = {loose_id(path): path for path in own_loose_objects(dst_objects)}
+    if not own:
+        return []
+    pack_dir = dst_objects / "pack"
+    before = _pack_files(pack_dir)
+    held = link_packs(src_objects, dst_objects, set(own))
+    if not held:
+        return []
+    whole, damaged = read_from_packs(dst_objects, held)
+    if damaged:
+        for name in sorted(_pack_files(pack_dir) - before, key=lambda n: not n.endswith(".idx")):
+            with contextlib.suppress(OSError):
+                (pack_dir / name).unlink()  # the index first: the pack is then invisible
+        return []
+    return sorted(own[oid] for oid in whole)
+
+
+def _pack_files(pack_dir: Path) -> set[str]:
+    try:
+        return {name for name in os.listdir(pack_dir) if name.startswith("pack-")}
+    except OSError:
+        return set()
 
 
 def _link_packs(src_dir: Path, dst_dir: Path, missing: set[bytes], seen: set[Path]) -> set[bytes]:

@@ -30,7 +30,7 @@ from snapshotter.history import maintenance as gc_mod
 from snapshotter.history import undo
 from snapshotter.history.recorder import Recorder
 from snapshotter.history.state_file import load
-from snapshotter.store import blobs, object_links
+from snapshotter.store import blobs
 from snapshotter.store import seeding as seed_mod
 from snapshotter.store import stat_cache as manifest_io
 from snapshotter.store.blobs import BULK_MIN_FILES
@@ -721,11 +721,9 @@ def reachable(store: Store, trees: set[str] | None = None) -> set[str]:
     return conftest_reachable(store.root / "git", trees)
 
 
-def test_loose_objects_the_source_packed_since_can_be_shared_again(
-    tmp_path: Path, data_dir: Path
-) -> None:
+def test_gc_shares_again_what_the_source_packed_since(tmp_path: Path, data_dir: Path) -> None:
     """The source's ``gc --auto`` packs and prunes the loose objects we linked: ours are
-    then the only copies, until the pack that holds them is linked instead."""
+    then the only copies, until gc links the pack that holds them and drops ours."""
     root = committed(tmp_path / "repo")
     engine = open_engine(root, data_dir)
     tree = engine.capture().tree
@@ -733,17 +731,46 @@ def test_loose_objects_the_source_packed_since_can_be_shared_again(
     git(root, "repack", "-adq")
     git(root, "prune-packed")
     assert shared(engine.store) == [] and own_bytes(engine.store) > 0, "ours alone now"
+    blob_bytes = own_bytes(engine.store)
 
+    gc_mod.collect_store(engine.store)
     objects = engine.store.root / "git" / "objects"
-    ours = {p.parent.name + p.name for p in objects.glob("??/*")}
-    held = object_links.link_packs(
-        root / ".git" / "objects", objects, {bytes.fromhex(oid) for oid in ours}
-    )
-    assert {oid.hex() for oid in held} == ours, "the source's new pack holds every one"
     src_pack = next((root / ".git" / "objects" / "pack").glob("pack-*.pack"))
-    assert (objects / "pack" / src_pack.name).stat().st_ino == src_pack.stat().st_ino
-    for path in objects.glob("??/*"):
-        path.unlink()  # what a gc would drop, under the store lock
+    assert (objects / "pack" / src_pack.name).stat().st_ino == src_pack.stat().st_ino, (
+        "the source's new pack is linked"
+    )
+    assert not list(objects.glob("??/*")), "and our loose copies are gone"
+    assert own_bytes(engine.store) < blob_bytes / 4, "the blobs cost the store nothing again"
+    for path in (root / ".git" / "objects" / "pack").iterdir():
+        path.unlink()  # the source drops its pack: our link keeps the bytes
+    assert reachable(open_engine(root, data_dir).store, {tree}), "every object reads back"
+
+
+def test_a_damaged_source_pack_is_not_linked_and_our_copies_stay(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    root = committed(tmp_path / "repo")
+    engine = open_engine(root, data_dir)
+    tree = engine.capture().tree
+    git(root, "repack", "-adq")
+    git(root, "prune-packed")
+    objects = engine.store.root / "git" / "objects"
+    ours = sorted(objects.glob("??/*"))
+    assert len(ours) == FILES
+    idx = next((root / ".git" / "objects" / "pack").glob("pack-*.idx"))
+    tables = read_pack_index(idx, tables=True)
+    assert tables is not None
+    target = bytes.fromhex(ours[0].parent.name + ours[0].name)
+    offset = next(at for at, oid, _crc in tables.entries() if oid == target)
+    pack = idx.with_suffix(".pack")
+    data = bytearray(pack.read_bytes())
+    data[offset + 4] ^= 0xFF  # inside the entry's compressed body
+    pack.chmod(0o644)
+    pack.write_bytes(bytes(data))
+
+    gc_mod.collect_store(engine.store)
+    assert not list((objects / "pack").glob(f"{pack.stem}.*")), "the damaged pack is not linked"
+    assert shared(engine.store) == [], "our copies stay ours (packed by gc)"
     assert reachable(open_engine(root, data_dir).store, {tree}), "every object reads back"
 
 
