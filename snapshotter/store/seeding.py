@@ -70,9 +70,9 @@ def _seed(store_git_dir: Path, worktree: Worktree, stale: Mapping[str, Stat]) ->
     if not ids:
         return {}
     wanted = set(ids.values())
-    link_objects(worktree.common_dir / "objects", store_git_dir / "objects", wanted)
+    linked = link_objects(worktree.common_dir / "objects", store_git_dir / "objects", wanted)
     del wanted
-    return present_as_blobs(store_git_dir, ids, stale)
+    return present_as_blobs(store_git_dir, ids, stale, linked.headers)
 
 
 class Candidates(NamedTuple):

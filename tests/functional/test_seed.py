@@ -22,6 +22,7 @@ from builders import reachable as conftest_reachable
 
 from snapshotter.engine import Engine
 from snapshotter.git import index as gitindex
+from snapshotter.git import loose
 from snapshotter.git import packs as packwriter
 from snapshotter.git.kinds import git_mode
 from snapshotter.git.objects import ObjectDB
@@ -30,7 +31,7 @@ from snapshotter.history import maintenance as gc_mod
 from snapshotter.history import undo
 from snapshotter.history.recorder import Recorder
 from snapshotter.history.state_file import load
-from snapshotter.store import blobs
+from snapshotter.store import blobs, object_links, seeded_blobs
 from snapshotter.store import seeding as seed_mod
 from snapshotter.store import stat_cache as manifest_io
 from snapshotter.store.blobs import BULK_MIN_FILES
@@ -593,6 +594,31 @@ def test_a_conversion_from_an_old_config_is_caught_by_the_blob_size(
 
 
 # -- failures fall back to hashing -------------------------------------------------
+
+
+def test_loose_objects_are_linked_with_the_header_of_the_file_linked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each loose object is opened once: that inode is linked and its header read, and
+    the size check holds on that header (end-of-line conversion)."""
+    root = committed(tmp_path / "repo")
+    ids = {rel: bytes.fromhex(git(root, "rev-parse", f":{rel}").strip()) for rel in source_files()}
+    store_git = tmp_path / "store"
+    pygit2.init_repository(str(store_git), bare=True)
+    source = root / ".git" / "objects"
+    linked = object_links.link_objects(source, store_git / "objects", set(ids.values()))
+    assert linked.missing == set()
+    for rel, oid in ids.items():
+        name = f"{oid.hex()[:2]}/{oid.hex()[2:]}"
+        assert (store_git / "objects" / name).stat().st_ino == (source / name).stat().st_ino
+        assert linked.headers[oid] == (3, len(source_files()[rel])), "blob, its size"
+    right = {rel: stat_of(root / rel) for rel in ids}
+    wrong = {rel: (st[0], st[1] + 1, *st[2:]) for rel, st in right.items()}
+    read_again: list[bytes] = []
+    monkeypatch.setattr(loose, "read_header", lambda _d, oid: read_again.append(oid))
+    assert seeded_blobs.present_as_blobs(store_git, dict(ids), right, linked.headers) == ids
+    assert seeded_blobs.present_as_blobs(store_git, dict(ids), wrong, linked.headers) == {}
+    assert read_again == [], "the headers read while linking are not read again"
 
 
 @pytest.mark.parametrize("packed", [False, True], ids=["loose", "packed"])
