@@ -292,41 +292,6 @@ def test_a_stat_mismatch_is_hashed_from_the_file(
     assert tree == hashed_tree(root, tmp_path / "data2", monkeypatch)
 
 
-def test_a_racily_clean_entry_is_hashed_from_the_file(
-    tmp_path: Path, data_dir: Path, reads: list[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    root = committed(tmp_path / "repo")
-    rel = "src/d2/f2.txt"
-    target = root / rel
-    later = os.stat(target).st_mtime_ns + 30 * 10**9  # after every other file
-    os.utime(target, ns=(later, later))
-    git(root, "update-index", "-q", "--refresh")
-    actual = target.read_bytes()
-    (tmp_path / "other").write_bytes(bytes(b ^ 1 for b in actual))
-    other_oid = git(root, "hash-object", "-w", "--no-filters", str(tmp_path / "other")).strip()
-    # The index now names a blob the file does not hold, with the file's exact
-    # stat data, and was written in the same instant the file was modified:
-    # git would re-read the file, not believe the entry.
-    lie_in_index(root, rel, other_oid)
-    index = root / ".git" / "index"
-    stale = {rel: stat_of(target)}
-    os.utime(index, ns=(later + 10**9, later + 10**9))  # a second later: not racy
-    fooled = seed_mod.candidates(index, stale)
-    os.utime(index, ns=(later, later))
-    racy = seed_mod.candidates(index, stale)
-    assert fooled is not None and fooled.trusted == {rel: bytes.fromhex(other_oid)}
-    assert racy is not None and racy.trusted == {}, (
-        "only the racy rule stands between this index and a wrong blob"
-    )
-    assert racy.racy == {rel: bytes.fromhex(other_oid)}, "left to be verified by hashing"
-
-    engine = open_engine(root, data_dir)
-    tree = engine.capture().tree
-    assert reads == [rel], "the racy entry is read; the others are still seeded"
-    assert blob_at(engine, tree, rel) == actual, "the snapshot holds the worktree's bytes"
-    assert tree == hashed_tree(root, tmp_path / "data2", monkeypatch)
-
-
 def racy_setup(root: Path, tmp_path: Path, rel: str) -> tuple[bytes, bytes, int]:
     """``rel``'s entry names another blob of the file's size, with the file's exact stat
     data (git's racy case: the file rewritten in the instant its entry was written).
@@ -345,9 +310,9 @@ def racy_setup(root: Path, tmp_path: Path, rel: str) -> tuple[bytes, bytes, int]
 
 
 @pytest.mark.parametrize(
-    ("index_after_ns", "trusted"),
-    [(-1, False), (0, False), (1, True)],
-    ids=["index-1ns-older", "index-same-instant", "index-1ns-newer"],
+    ("index_after_ns", "trusted", "by_seconds"),
+    [(-1, False, False), (0, False, False), (1, True, False), (10**9, True, True)],
+    ids=["index-1ns-older", "index-same-instant", "index-1ns-newer", "index-1s-newer"],
 )
 def test_nanoseconds_decide_what_is_racy_on_one_filesystem(
     tmp_path: Path,
@@ -356,10 +321,12 @@ def test_nanoseconds_decide_what_is_racy_on_one_filesystem(
     monkeypatch: pytest.MonkeyPatch,
     index_after_ns: int,
     trusted: bool,
+    by_seconds: bool,
 ) -> None:
     """An entry is racily clean unless its mtime is older than the index's, to the
     nanosecond (git's USE_NSEC rule): a file rewritten in the instant the index
-    was written, or after, is read, whatever its stat data says."""
+    was written, or after, is read, whatever its stat data says. Only the racy
+    rule stands between such an index and a wrong blob."""
     root = committed(tmp_path / "repo")
     rel = "src/d2/f2.txt"
     actual, lie, mtime = racy_setup(root, tmp_path, rel)  # mid-second: whole seconds say racy
@@ -371,7 +338,7 @@ def test_nanoseconds_decide_what_is_racy_on_one_filesystem(
     assert found.trusted == ({rel: lie} if trusted else {}), "git's rule, in nanoseconds"
     assert found.racy == ({} if trusted else {rel: lie})
     seconds = seed_mod.candidates(index, stale)
-    assert seconds is not None and seconds.trusted == {}, "whole seconds: racy"
+    assert seconds is not None and seconds.trusted == ({rel: lie} if by_seconds else {})
     if trusted:
         return  # the index lies and git itself would believe it: nothing can tell
     engine = open_engine(root, data_dir)
