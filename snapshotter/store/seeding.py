@@ -102,7 +102,7 @@ def candidates(
     if found is None:
         return None
     entries, index_mtime = found
-    cutoff = racy_from(index_mtime, worktree_root)
+    cutoff_s, cutoff_ns = racy_from(index_mtime, worktree_root)
     trusted: dict[str, bytes] = {}
     racy: dict[str, bytes] = {}
     tracked: dict[str, bytes] = {}
@@ -112,7 +112,8 @@ def candidates(
         st = stale.get(entry.path)
         if st is None or not _matches(entry, st):
             continue
-        if entry.mtime_s * _NS + entry.mtime_ns < cutoff:
+        mtime_s, mtime_ns = entry.mtime_s, entry.mtime_ns
+        if mtime_s < cutoff_s or (mtime_s == cutoff_s and 0 < mtime_ns < cutoff_ns):
             trusted[entry.path] = entry.oid
         elif st[0] != MODE_LINK:
             racy[entry.path] = entry.oid
@@ -126,26 +127,27 @@ class IndexMtime(NamedTuple):
     dev: int
 
 
-def racy_from(index: IndexMtime, worktree_root: Path | None) -> int:
+def racy_from(index: IndexMtime, worktree_root: Path | None) -> tuple[int, int]:
     """The index mtime as entries' (32-bit seconds, nanoseconds) compare with it: an entry
     whose mtime is not older is racily clean (git's ``is_racy_timestamp``).
 
     Nanoseconds count (git's USE_NSEC rule, libgit2's default) only where the
-    files and the index are stamped by one filesystem: its clock and
-    granularity. A file on a coarser one (a 1 s or 2 s stamp) could be
-    rewritten within its stamp after an index stamped finer, so there only
-    whole seconds count, as in git's default build. On a filesystem without
-    nanoseconds both rules are the same.
+    files and the index are stamped by one filesystem, one clock and one
+    granularity (else 0 here): a file on a coarser one (a 1 s or 2 s stamp)
+    could be rewritten within its stamp after an index stamped finer, so there
+    only whole seconds count, as in git's default build. So do they for a
+    file stamped on a whole second (``candidates``): its filesystem may keep
+    no nanoseconds (a mount inside the worktree).
     """
     seconds, nanoseconds = divmod(index.mtime_ns, _NS)
-    cutoff = (seconds & _U32) * _NS
+    seconds &= _U32
     if worktree_root is None:
-        return cutoff
+        return seconds, 0
     try:
         same = os.stat(worktree_root).st_dev == index.dev
     except OSError:
-        return cutoff
-    return cutoff + nanoseconds if same else cutoff
+        return seconds, 0
+    return seconds, nanoseconds if same else 0
 
 
 def _read_index(index_file: Path) -> tuple[Iterator[IndexEntry], IndexMtime] | None:

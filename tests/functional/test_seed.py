@@ -292,14 +292,16 @@ def test_a_stat_mismatch_is_hashed_from_the_file(
     assert tree == hashed_tree(root, tmp_path / "data2", monkeypatch)
 
 
-def racy_setup(root: Path, tmp_path: Path, rel: str) -> tuple[bytes, bytes, int]:
+def racy_setup(
+    root: Path, tmp_path: Path, rel: str, nanoseconds: int = 500_000_000
+) -> tuple[bytes, bytes, int]:
     """``rel``'s entry names another blob of the file's size, with the file's exact stat
     data (git's racy case: the file rewritten in the instant its entry was written).
     Returns (the file's bytes, the blob the entry names, the file's mtime)."""
     target = root / rel
     # Mid-second, in another second than git recorded (git compares whole
     # seconds, so only then does its refresh record the new nanoseconds).
-    mtime = (os.stat(target).st_mtime_ns // 10**9 + 30) * 10**9 + 500_000_000
+    mtime = (os.stat(target).st_mtime_ns // 10**9 + 30) * 10**9 + nanoseconds
     os.utime(target, ns=(mtime, mtime))
     git(root, "update-index", "-q", "--refresh")
     actual = target.read_bytes()
@@ -346,6 +348,18 @@ def test_nanoseconds_decide_what_is_racy_on_one_filesystem(
     assert reads == [rel], "the racy entry is read; the others are still seeded"
     assert blob_at(engine, tree, rel) == actual, "the snapshot holds the worktree's bytes"
     assert tree == hashed_tree(root, tmp_path / "data2", monkeypatch)
+
+
+def test_a_file_stamped_on_a_whole_second_compares_whole_seconds(tmp_path: Path) -> None:
+    """A filesystem that keeps no nanoseconds (a mount inside the worktree) stamps whole
+    seconds: an index written later in that second does not make it older."""
+    root = committed(tmp_path / "repo")
+    rel = "src/d2/f2.txt"
+    _actual, lie, mtime = racy_setup(root, tmp_path, rel, nanoseconds=0)
+    index = index_file(root)
+    os.utime(index, ns=(mtime + 500_000_000, mtime + 500_000_000))
+    found = seed_mod.candidates(index, {rel: stat_of(root / rel)}, root)
+    assert found is not None and found.trusted == {} and found.racy == {rel: lie}
 
 
 def test_a_fresh_commit_trusts_every_entry_older_than_the_index(
