@@ -87,6 +87,12 @@ FIGURES: dict[str, tuple[str, str, str | None]] = {
     ),
     "ref_redo10": ("reference redo (the same, back to the safety tree)", "ms", None),
     "first": ("ours: `snapshotter capture`, first (fresh data dir)", "ms", "ref_first"),
+    "first_racy": (
+        "ours: `snapshotter capture`, first, right after `git add -u && git commit` "
+        "(index racy by whole seconds)",
+        "ms",
+        "ref_first",
+    ),
     "nochange": ("ours: `snapshotter capture`, no change, no server", "ms", "ref_nochange"),
     "nochange_served": (
         "ours: `snapshotter capture`, no change, a hook server running",
@@ -131,6 +137,11 @@ FIGURES: dict[str, tuple[str, str, str | None]] = {
 # Issue 16's table: (title, our figure, the baseline it is divided by).
 SUMMARY: list[tuple[str, str, str]] = [
     ("first capture / reference first", "first", "ref_first"),
+    (
+        "first capture right after a commit (racy index) / reference first",
+        "first_racy",
+        "ref_first",
+    ),
     (
         "bytes seeded from the source (linked + own / reference shadow)",
         "store_first",
@@ -431,6 +442,26 @@ class Bench:
         self.result.add("store_first_shared", shared_usage(data) / MB)
         return data, _tree_of(done)
 
+    def racy_first(self) -> None:
+        """First captures right after a commit whose index is racy by whole seconds
+        (racy_figure.py); last, as they restamp every tracked file."""
+        from benchmarks.racy_figure import racy_commit
+
+        procs.stop_servers(self.runtime)
+        stamped = 0
+        for c in range(self.opts.cold_rounds):
+            progress(f"{self.wt.label}: first capture after a racy commit, {c + 1}")
+            stamped = racy_commit(self.wt.root, self.env)
+            data = self.work / f"ours-racy-{c}"
+            _sync()
+            done = self.cli(data, "capture")
+            self.result.add("first_racy", done.ms, done.rss_kb)
+            shutil.rmtree(data, ignore_errors=True)
+        self.result.note(
+            f"first_racy: {stamped} tracked files stamped in the second the index was "
+            "written, the index in the instant of the newest"
+        )
+
     def compare_trees(
         self, ref: ReferenceShadow, ref_tree: str, data: Path, our_tree: str, phase: str
     ) -> None:
@@ -536,6 +567,7 @@ class Bench:
                 res.profile = profile_capture(self.wt.root, data)
             if self._checkpoints_here():
                 res.checkpoints = self.checkpoints(data)
+            self.racy_first()
         finally:
             stuck = procs.stop_servers(self.runtime)
             res.check(not stuck, f"hook servers {stuck} did not stop on SIGTERM")

@@ -52,11 +52,18 @@ def read_header(objects: str, oid: bytes) -> tuple[int, int] | None:
     except OSError:
         return None
     try:
-        head = zlib.decompressobj().decompress(os.read(fd, 128), 64)
-    except (OSError, zlib.error):
-        return None
+        return header_of(fd)
     finally:
         os.close(fd)
+
+
+def header_of(fd: int) -> tuple[int, int] | None:
+    """(type, size) of the loose object open at ``fd`` (read from its start); None when
+    its first bytes are not a loose object's."""
+    try:
+        head = zlib.decompressobj().decompress(os.pread(fd, 128, 0), 64)
+    except (OSError, zlib.error):
+        return None
     kind, space, rest_of_head = head.partition(b" ")
     size, nul, _body = rest_of_head.partition(b"\0")
     if not (space and nul and size.isdigit() and kind in _KINDS):

@@ -55,6 +55,32 @@ def hash_bytes(data: bytes) -> ObjectId:
     return ObjectId(pygit2.hash(data).raw)
 
 
+def read_from_packs(objects_dir: Path, ids: Iterable[bytes]) -> tuple[set[bytes], set[bytes]]:
+    """(the ``ids`` the packs in ``objects_dir`` hold whole, those they hold damaged).
+
+    Each is read from the packs alone (never a loose file beside them) and
+    hashed again here; an id no pack holds is in neither set.
+    """
+    import pygit2
+
+    from snapshotter.git.packs import object_id
+
+    odb = pygit2.Odb()
+    odb.add_backend(pygit2.OdbBackendPack(str(objects_dir)), 1)
+    whole: set[bytes] = set()
+    damaged: set[bytes] = set()
+    for oid in ids:
+        try:
+            kind, data = odb.read(oid.hex())
+        except KeyError:
+            continue  # in no pack
+        except (ValueError, pygit2.GitError):
+            damaged.add(oid)
+            continue
+        (whole if object_id(int(kind), bytes(data)) == oid else damaged).add(oid)
+    return whole, damaged
+
+
 def init_bare(git_dir: Path) -> None:
     """Create an empty bare repository (the shadow: never a workdir, see MEASURED.md)."""
     import pygit2

@@ -25,7 +25,7 @@ from snapshotter.history.retention import (
     would_drop,
 )
 from snapshotter.history.state_file import load, save
-from snapshotter.store import compaction, object_files, orphan_stores, stat_cache
+from snapshotter.store import compaction, object_files, object_links, orphan_stores, stat_cache
 from snapshotter.store.compaction import Compaction
 from snapshotter.store.shadow import Store
 from snapshotter.store.workspace import Workspace
@@ -80,6 +80,8 @@ def _collect(
     store: Store, budget_s: float | None, dry_run: bool, policy: Policy, compact: bool
 ) -> GcReport:
     objects = store.root / "git" / "objects"
+    if not dry_run:
+        _share_again(store)
     with store.locked():  # a short hold: read, apply retention, write the records
         object_files.remove_orphans(objects)
         if not dry_run:
@@ -129,7 +131,10 @@ def due(store: Store, policy: Policy) -> bool:
     """Whether a bounded gc (session_end's) would do anything to ``store``: retention
     drops something, the store is over its size budget, or compaction is due
     (``compaction.due``). It reads the records and lists the object directories,
-    without the lock; a gc started on a "yes" decides again under it."""
+    without the lock; a gc started on a "yes" decides again under it. Own loose
+    objects the source has packed since are shared again by the next gc that runs:
+    once the source's gc took its names from them, they are the store's own and
+    soon enough (``packs.LOOSE_PACK_AT``) to make one due."""
     state = load(store)
     if would_drop(state, policy):
         return True
@@ -144,6 +149,20 @@ def _over_budget(state: State, policy: Policy, measured: Callable[[], int]) -> b
     nothing more); the store's size, ``measured``, is only read when that could matter."""
     limit = policy.max_store_bytes
     return limit is not None and oldest_droppable(state) is not None and measured() > limit
+
+
+def _share_again(store: Store) -> None:
+    """Own loose objects the source repository has packed since: its pack is linked,
+    and our copies go once that is durable (object_links.shared_again)."""
+    if store.worktree.object_format != "sha1":
+        return  # a SHA-256 repository's objects are not our SHA-1 store's
+    objects = store.root / "git" / "objects"
+    copies = object_links.shared_again(store.worktree.common_dir / "objects", objects)
+    if copies:
+        with store.locked():
+            object_files.settle_records(store.root)
+            object_files.drop_loose(copies)
+        store.reopen()
 
 
 def _live_trees(store: Store, state: State) -> set[str]:

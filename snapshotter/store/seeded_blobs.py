@@ -26,15 +26,20 @@ MAP_MAX_BYTES = 256 * 1024 * 1024
 
 
 def present_as_blobs(
-    store_git_dir: Path, ids: dict[str, bytes], stale: Mapping[str, Stat]
+    store_git_dir: Path,
+    ids: dict[str, bytes],
+    stale: Mapping[str, Stat],
+    linked: Mapping[bytes, tuple[int, int]],
 ) -> dict[str, bytes]:
     """The ids our own store now holds as blobs of the file's exact size (``ids``,
     the others dropped).
 
     The size is what rules out end-of-line conversion (git/conversion.py),
     even one from a config long gone (say autocrlf on when the file was
-    added, off now). Headers of packed objects are read by libgit2 while the
-    packs are small, else by pack_headers.read_headers (see MAP_MAX_BYTES).
+    added, off now). ``linked``: (type, size) of loose objects read from the
+    very inode just linked into the store (object_links.py), not read again.
+    Headers of packed objects are read by libgit2 while the packs are small,
+    else by pack_headers.read_headers (see MAP_MAX_BYTES).
     """
     loose_dir = os.fspath(store_git_dir / "objects")
     try:
@@ -43,9 +48,14 @@ def present_as_blobs(
         fan_outs = set()
     # raw id -> header_value(type, size): one dict, one int per object.
     headers = dict.fromkeys(ids.values(), pack_headers.UNKNOWN)
+    for oid, (kind, size) in linked.items():
+        if oid in headers:
+            headers[oid] = pack_headers.header_value(kind, size)
     if fan_outs:
-        for oid in headers:
-            header = loose.read_header(loose_dir, oid) if oid[:1].hex() in fan_outs else None
+        for oid, value in headers.items():
+            if value != pack_headers.UNKNOWN or oid[:1].hex() not in fan_outs:
+                continue
+            header = loose.read_header(loose_dir, oid)
             if header is not None:
                 headers[oid] = pack_headers.header_value(*header)
     packs = store_git_dir / "objects" / "pack"

@@ -12,7 +12,7 @@ loses data, a missing one only costs time. So no seeding of a path whose
 attributes let git store other bytes than the file's (a filter, ``ident``, a
 working-tree encoding: decided per path, see git/conversion.py), no
 trusting an entry git itself would re-check (racily clean entries are
-hashed, in C, and seeded only if the file hashes to the entry's id), and
+hashed, and seeded only if the file hashes to the entry's id), and
 every seeded id must be a blob of the file's size in our own store
 afterwards (seeded_blobs.py: which is what rules out end-of-line conversion).
 """
@@ -57,7 +57,7 @@ def _seed(store_git_dir: Path, worktree: Worktree, stale: Mapping[str, Stat]) ->
     if worktree.object_format != "sha1":
         # A SHA-256 repository's ids and objects are not our SHA-1 store's (issue 12 §2).
         return {}
-    found = candidates(worktree.git_dir / "index", stale)
+    found = candidates(worktree.git_dir / "index", stale, worktree.root)
     if found is None:
         return {}
     ids, racy, attributes = found
@@ -70,9 +70,9 @@ def _seed(store_git_dir: Path, worktree: Worktree, stale: Mapping[str, Stat]) ->
     if not ids:
         return {}
     wanted = set(ids.values())
-    link_objects(worktree.common_dir / "objects", store_git_dir / "objects", wanted)
+    linked = link_objects(worktree.common_dir / "objects", store_git_dir / "objects", wanted)
     del wanted
-    return present_as_blobs(store_git_dir, ids, stale)
+    return present_as_blobs(store_git_dir, ids, stale, linked.headers)
 
 
 class Candidates(NamedTuple):
@@ -81,26 +81,28 @@ class Candidates(NamedTuple):
     # ``stale`` paths whose entry git would call clean from stat data alone.
     trusted: dict[str, bytes]
     # Regular files whose stat data matches but which git would call racily
-    # clean: modified in the second the index was written, or later (the file
-    # may have changed again without its mtime moving), so git re-reads them
-    # and so do we (``_verified``). Right after a clone or a commit every entry
-    # is. Whole seconds, as a git built without USE_NSEC decides (2.39 here);
-    # one comparing nanoseconds trusts more, we do not.
+    # clean: modified in the same instant the index was written, or later (the
+    # file may have changed again without its mtime moving), so git re-reads
+    # them and so do we (``_verified``). See ``racy_from``.
     racy: dict[str, bytes]
     attributes: dict[str, bytes]  # the tracked ``.gitattributes`` (stage 0)
 
 
-def candidates(index_file: Path, stale: Mapping[str, Stat]) -> Candidates | None:
+def candidates(
+    index_file: Path, stale: Mapping[str, Stat], worktree_root: Path | None = None
+) -> Candidates | None:
     """The ``stale`` paths the index vouches for, and the tracked ``.gitattributes``;
     None when the index cannot be read (or trusted).
 
     One pass keeping only those: the whole index as a list of entries took
-    270 MB at 500k files (issue 16.5).
+    270 MB at 500k files (issue 16.5). Nanoseconds decide what is racy only
+    when ``worktree_root`` is on the index file's filesystem (``racy_from``).
     """
     found = _read_index(index_file)
     if found is None:
         return None
-    entries, index_mtime_s = found
+    entries, index_mtime = found
+    cutoff_s, cutoff_ns = racy_from(index_mtime, worktree_root)
     trusted: dict[str, bytes] = {}
     racy: dict[str, bytes] = {}
     tracked: dict[str, bytes] = {}
@@ -110,23 +112,54 @@ def candidates(index_file: Path, stale: Mapping[str, Stat]) -> Candidates | None
         st = stale.get(entry.path)
         if st is None or not _matches(entry, st):
             continue
-        if entry.mtime_s < index_mtime_s:
+        mtime_s, mtime_ns = entry.mtime_s, entry.mtime_ns
+        if mtime_s < cutoff_s or (mtime_s == cutoff_s and 0 < mtime_ns < cutoff_ns):
             trusted[entry.path] = entry.oid
         elif st[0] != MODE_LINK:
             racy[entry.path] = entry.oid
     return Candidates(trusted, racy, tracked)
 
 
-def _read_index(index_file: Path) -> tuple[Iterator[IndexEntry], int] | None:
-    """The entries (parsed as iterated) and mtime (seconds, 32 bits) of one version of
-    the index (git renames it in).
+class IndexMtime(NamedTuple):
+    """When the index was written (the older file of a split index), and where."""
+
+    mtime_ns: int
+    dev: int
+
+
+def racy_from(index: IndexMtime, worktree_root: Path | None) -> tuple[int, int]:
+    """The index mtime as entries' (32-bit seconds, nanoseconds) compare with it: an entry
+    whose mtime is not older is racily clean (git's ``is_racy_timestamp``).
+
+    Nanoseconds count (git's USE_NSEC rule, libgit2's default) only where the
+    files and the index are stamped by one filesystem, one clock and one
+    granularity (else 0 here): a file on a coarser one (a 1 s or 2 s stamp)
+    could be rewritten within its stamp after an index stamped finer, so there
+    only whole seconds count, as in git's default build. So do they for a
+    file stamped on a whole second (``candidates``): its filesystem may keep
+    no nanoseconds (a mount inside the worktree).
+    """
+    seconds, nanoseconds = divmod(index.mtime_ns, _NS)
+    seconds &= _U32
+    if worktree_root is None:
+        return seconds, 0
+    try:
+        same = os.stat(worktree_root).st_dev == index.dev
+    except OSError:
+        return seconds, 0
+    return seconds, nanoseconds if same else 0
+
+
+def _read_index(index_file: Path) -> tuple[Iterator[IndexEntry], IndexMtime] | None:
+    """The entries (parsed as iterated) and mtime of one version of the index (git
+    renames it in).
 
     A split index's shared entries were last checked before their shared
     index was written: the older of the two files decides what is racy.
     """
     try:
         with open(index_file, "rb") as f:
-            mtime = os.fstat(f.fileno()).st_mtime_ns
+            st = os.fstat(f.fileno())
             data = f.read()
     except OSError:
         return None
@@ -134,12 +167,13 @@ def _read_index(index_file: Path) -> tuple[Iterator[IndexEntry], int] | None:
     if found is None:
         return None
     entries, shared = found
-    if shared is not None:
+    mtime = st.st_mtime_ns
+    if shared is not None:  # beside the index: one filesystem
         try:
             mtime = min(mtime, os.stat(shared).st_mtime_ns)
         except OSError:
             return None
-    return entries, (mtime // _NS) & _U32
+    return entries, IndexMtime(mtime, st.st_dev)
 
 
 def _verified(root: Path, racy: Mapping[str, bytes]) -> dict[str, bytes]:

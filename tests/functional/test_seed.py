@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pygit2
 import pytest
-from builders import blob_at, git, make_repo, open_engine, write
+from builders import blob_at, git, make_repo, open_engine, small_tmpfs, write
 from builders import reachable as conftest_reachable
 
 from snapshotter.engine import Engine
 from snapshotter.git import index as gitindex
+from snapshotter.git import loose
 from snapshotter.git import packs as packwriter
 from snapshotter.git.kinds import git_mode
 from snapshotter.git.objects import ObjectDB
@@ -30,7 +31,7 @@ from snapshotter.history import maintenance as gc_mod
 from snapshotter.history import undo
 from snapshotter.history.recorder import Recorder
 from snapshotter.history.state_file import load
-from snapshotter.store import blobs, object_links
+from snapshotter.store import blobs, object_links, seeded_blobs
 from snapshotter.store import seeding as seed_mod
 from snapshotter.store import stat_cache as manifest_io
 from snapshotter.store.blobs import BULK_MIN_FILES
@@ -171,7 +172,7 @@ def in_source(root: Path, content: bytes) -> bool:
 
 def lie_in_index(root: Path, rel: str, oid: str) -> None:
     """Point ``rel``'s entry (v2 index) at another blob, keeping its stat data."""
-    index = root / ".git" / "index"
+    index = index_file(root)
     data = bytearray(index.read_bytes())
     assert data[4:8] == b"\0\0\0\2", "git wrote a v2 index"
     name = rel.encode()
@@ -291,39 +292,128 @@ def test_a_stat_mismatch_is_hashed_from_the_file(
     assert tree == hashed_tree(root, tmp_path / "data2", monkeypatch)
 
 
-def test_a_racily_clean_entry_is_hashed_from_the_file(
-    tmp_path: Path, data_dir: Path, reads: list[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    root = committed(tmp_path / "repo")
-    rel = "src/d2/f2.txt"
+def racy_setup(
+    root: Path, tmp_path: Path, rel: str, nanoseconds: int = 500_000_000
+) -> tuple[bytes, bytes, int]:
+    """``rel``'s entry names another blob of the file's size, with the file's exact stat
+    data (git's racy case: the file rewritten in the instant its entry was written).
+    Returns (the file's bytes, the blob the entry names, the file's mtime)."""
     target = root / rel
-    later = os.stat(target).st_mtime_ns + 30 * 10**9  # after every other file
-    os.utime(target, ns=(later, later))
+    # Mid-second, in another second than git recorded (git compares whole
+    # seconds, so only then does its refresh record the new nanoseconds).
+    mtime = (os.stat(target).st_mtime_ns // 10**9 + 30) * 10**9 + nanoseconds
+    os.utime(target, ns=(mtime, mtime))
     git(root, "update-index", "-q", "--refresh")
     actual = target.read_bytes()
     (tmp_path / "other").write_bytes(bytes(b ^ 1 for b in actual))
-    other_oid = git(root, "hash-object", "-w", "--no-filters", str(tmp_path / "other")).strip()
-    # The index now names a blob the file does not hold, with the file's exact
-    # stat data, and was written in the same instant the file was modified:
-    # git would re-read the file, not believe the entry.
-    lie_in_index(root, rel, other_oid)
-    index = root / ".git" / "index"
-    stale = {rel: stat_of(target)}
-    os.utime(index, ns=(later + 10**9, later + 10**9))  # a second later: not racy
-    fooled = seed_mod.candidates(index, stale)
-    os.utime(index, ns=(later, later))
-    racy = seed_mod.candidates(index, stale)
-    assert fooled is not None and fooled.trusted == {rel: bytes.fromhex(other_oid)}
-    assert racy is not None and racy.trusted == {}, (
-        "only the racy rule stands between this index and a wrong blob"
-    )
-    assert racy.racy == {rel: bytes.fromhex(other_oid)}, "left to be verified by hashing"
+    other = git(root, "hash-object", "-w", "--no-filters", str(tmp_path / "other")).strip()
+    lie_in_index(root, rel, other)
+    return actual, bytes.fromhex(other), mtime
 
+
+@pytest.mark.parametrize(
+    ("index_after_ns", "trusted", "by_seconds"),
+    [(-1, False, False), (0, False, False), (1, True, False), (10**9, True, True)],
+    ids=["index-1ns-older", "index-same-instant", "index-1ns-newer", "index-1s-newer"],
+)
+def test_nanoseconds_decide_what_is_racy_on_one_filesystem(
+    tmp_path: Path,
+    data_dir: Path,
+    reads: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    index_after_ns: int,
+    trusted: bool,
+    by_seconds: bool,
+) -> None:
+    """An entry is racily clean unless its mtime is older than the index's, to the
+    nanosecond (git's USE_NSEC rule): a file rewritten in the instant the index
+    was written, or after, is read, whatever its stat data says. Only the racy
+    rule stands between such an index and a wrong blob."""
+    root = committed(tmp_path / "repo")
+    rel = "src/d2/f2.txt"
+    actual, lie, mtime = racy_setup(root, tmp_path, rel)  # mid-second: whole seconds say racy
+    index = index_file(root)
+    os.utime(index, ns=(mtime + index_after_ns, mtime + index_after_ns))
+    stale = {rel: stat_of(root / rel)}
+    found = seed_mod.candidates(index, stale, root)
+    assert found is not None
+    assert found.trusted == ({rel: lie} if trusted else {}), "git's rule, in nanoseconds"
+    assert found.racy == ({} if trusted else {rel: lie})
+    seconds = seed_mod.candidates(index, stale)
+    assert seconds is not None and seconds.trusted == ({rel: lie} if by_seconds else {})
+    if trusted:
+        return  # the index lies and git itself would believe it: nothing can tell
     engine = open_engine(root, data_dir)
     tree = engine.capture().tree
     assert reads == [rel], "the racy entry is read; the others are still seeded"
     assert blob_at(engine, tree, rel) == actual, "the snapshot holds the worktree's bytes"
     assert tree == hashed_tree(root, tmp_path / "data2", monkeypatch)
+
+
+def test_a_file_stamped_on_a_whole_second_compares_whole_seconds(tmp_path: Path) -> None:
+    """A filesystem that keeps no nanoseconds (a mount inside the worktree) stamps whole
+    seconds: an index written later in that second does not make it older."""
+    root = committed(tmp_path / "repo")
+    rel = "src/d2/f2.txt"
+    _actual, lie, mtime = racy_setup(root, tmp_path, rel, nanoseconds=0)
+    index = index_file(root)
+    os.utime(index, ns=(mtime + 500_000_000, mtime + 500_000_000))
+    found = seed_mod.candidates(index, {rel: stat_of(root / rel)}, root)
+    assert found is not None and found.trusted == {} and found.racy == {rel: lie}
+
+
+def test_a_fresh_commit_trusts_every_entry_older_than_the_index(
+    tmp_path: Path, data_dir: Path, reads: list[str]
+) -> None:
+    """Right after ``git add`` and ``git commit`` the index is written in the second the
+    files were: only an entry as new as the index is read (issue 24.4)."""
+    root = make_repo(tmp_path / "repo", source_files())
+    index = index_file(root)
+    # The last nanosecond of a second git has not seen (so its refresh records them).
+    stamp = (os.stat(index).st_mtime_ns // 10**9 - 30) * 10**9 + 10**9 - 1
+    newest = root / "src/d0/f0.txt"
+    for path in worktree_files(root):
+        os.utime(path, ns=(stamp - 10**6, stamp - 10**6))  # a millisecond before the index
+    os.utime(newest, ns=(stamp, stamp))  # stamped in the index's own instant
+    git(root, "update-index", "-q", "--refresh")
+    os.utime(index, ns=(stamp, stamp))
+    engine = open_engine(root, data_dir)
+    tree = engine.capture().tree
+    assert reads == [], "the newest entry was verified by hashing, not stored anew"
+    assert len(shared(engine.store)) == FILES, "every object hard-linked"
+    assert tree == git(root, "rev-parse", "HEAD^{tree}").strip()
+    found = seed_mod.candidates(index, {p: stat_of(root / p) for p in source_files()}, root)
+    assert found is not None and list(found.racy) == ["src/d0/f0.txt"], "hashed: only that one"
+    assert len(found.trusted) == FILES - 1
+
+
+def test_a_git_dir_on_another_filesystem_compares_whole_seconds(
+    tmp_path: Path, data_dir: Path, reads: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files and index stamped by different filesystems: their nanoseconds do not
+    compare (one may stamp whole seconds), so git's default rule decides."""
+    with small_tmpfs(tmp_path / "other-fs", "size=16m") as mount:
+        root = tmp_path / "repo"
+        root.mkdir()
+        git(root, "init", "-q", "-b", "main", f"--separate-git-dir={mount / 'git'}")
+        for rel, content in source_files().items():
+            write(root, rel, content)
+        git(root, "add", "-A")
+        git(root, "commit", "-q", "-m", "initial")
+        settle(root)
+        rel = "src/d2/f2.txt"
+        actual, lie, mtime = racy_setup(root, tmp_path, rel)
+        index = index_file(root)
+        assert os.stat(index).st_dev != os.stat(root).st_dev, "two filesystems"
+        later = mtime // 10**9 * 10**9 + 10**9 - 1
+        os.utime(index, ns=(later, later))  # newer to the nanosecond, in the same second
+        found = seed_mod.candidates(index, {rel: stat_of(root / rel)}, root)
+        assert found is not None and found.trusted == {} and found.racy == {rel: lie}
+        engine = open_engine(root, data_dir)
+        tree = engine.capture().tree
+        assert rel in reads, "(no object links across filesystems: every file is read)"
+        assert blob_at(engine, tree, rel) == actual
+        assert tree == hashed_tree(root, tmp_path / "data2", monkeypatch)
 
 
 def test_a_fresh_commit_is_seeded_after_hashing_not_compressing(
@@ -487,6 +577,31 @@ def test_a_conversion_from_an_old_config_is_caught_by_the_blob_size(
 # -- failures fall back to hashing -------------------------------------------------
 
 
+def test_loose_objects_are_linked_with_the_header_of_the_file_linked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each loose object is opened once: that inode is linked and its header read, and
+    the size check holds on that header (end-of-line conversion)."""
+    root = committed(tmp_path / "repo")
+    ids = {rel: bytes.fromhex(git(root, "rev-parse", f":{rel}").strip()) for rel in source_files()}
+    store_git = tmp_path / "store"
+    pygit2.init_repository(str(store_git), bare=True)
+    source = root / ".git" / "objects"
+    linked = object_links.link_objects(source, store_git / "objects", set(ids.values()))
+    assert linked.missing == set()
+    for rel, oid in ids.items():
+        name = f"{oid.hex()[:2]}/{oid.hex()[2:]}"
+        assert (store_git / "objects" / name).stat().st_ino == (source / name).stat().st_ino
+        assert linked.headers[oid] == (3, len(source_files()[rel])), "blob, its size"
+    right = {rel: stat_of(root / rel) for rel in ids}
+    wrong = {rel: (st[0], st[1] + 1, *st[2:]) for rel, st in right.items()}
+    read_again: list[bytes] = []
+    monkeypatch.setattr(loose, "read_header", lambda _d, oid: read_again.append(oid))
+    assert seeded_blobs.present_as_blobs(store_git, dict(ids), right, linked.headers) == ids
+    assert seeded_blobs.present_as_blobs(store_git, dict(ids), wrong, linked.headers) == {}
+    assert read_again == [], "the headers read while linking are not read again"
+
+
 @pytest.mark.parametrize("packed", [False, True], ids=["loose", "packed"])
 def test_link_failure_falls_back_to_hashing(
     tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch, packed: bool
@@ -613,11 +728,9 @@ def reachable(store: Store, trees: set[str] | None = None) -> set[str]:
     return conftest_reachable(store.root / "git", trees)
 
 
-def test_loose_objects_the_source_packed_since_can_be_shared_again(
-    tmp_path: Path, data_dir: Path
-) -> None:
+def test_gc_shares_again_what_the_source_packed_since(tmp_path: Path, data_dir: Path) -> None:
     """The source's ``gc --auto`` packs and prunes the loose objects we linked: ours are
-    then the only copies, until the pack that holds them is linked instead."""
+    then the only copies, until gc links the pack that holds them and drops ours."""
     root = committed(tmp_path / "repo")
     engine = open_engine(root, data_dir)
     tree = engine.capture().tree
@@ -625,17 +738,46 @@ def test_loose_objects_the_source_packed_since_can_be_shared_again(
     git(root, "repack", "-adq")
     git(root, "prune-packed")
     assert shared(engine.store) == [] and own_bytes(engine.store) > 0, "ours alone now"
+    blob_bytes = own_bytes(engine.store)
 
+    gc_mod.collect_store(engine.store)
     objects = engine.store.root / "git" / "objects"
-    ours = {p.parent.name + p.name for p in objects.glob("??/*")}
-    held = object_links.link_packs(
-        root / ".git" / "objects", objects, {bytes.fromhex(oid) for oid in ours}
-    )
-    assert {oid.hex() for oid in held} == ours, "the source's new pack holds every one"
     src_pack = next((root / ".git" / "objects" / "pack").glob("pack-*.pack"))
-    assert (objects / "pack" / src_pack.name).stat().st_ino == src_pack.stat().st_ino
-    for path in objects.glob("??/*"):
-        path.unlink()  # what a gc would drop, under the store lock
+    assert (objects / "pack" / src_pack.name).stat().st_ino == src_pack.stat().st_ino, (
+        "the source's new pack is linked"
+    )
+    assert not list(objects.glob("??/*")), "and our loose copies are gone"
+    assert own_bytes(engine.store) < blob_bytes / 4, "the blobs cost the store nothing again"
+    for path in (root / ".git" / "objects" / "pack").iterdir():
+        path.unlink()  # the source drops its pack: our link keeps the bytes
+    assert reachable(open_engine(root, data_dir).store, {tree}), "every object reads back"
+
+
+def test_a_damaged_source_pack_is_not_linked_and_our_copies_stay(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    root = committed(tmp_path / "repo")
+    engine = open_engine(root, data_dir)
+    tree = engine.capture().tree
+    git(root, "repack", "-adq")
+    git(root, "prune-packed")
+    objects = engine.store.root / "git" / "objects"
+    ours = sorted(objects.glob("??/*"))
+    assert len(ours) == FILES
+    idx = next((root / ".git" / "objects" / "pack").glob("pack-*.idx"))
+    tables = read_pack_index(idx, tables=True)
+    assert tables is not None
+    target = bytes.fromhex(ours[0].parent.name + ours[0].name)
+    offset = next(at for at, oid, _crc in tables.entries() if oid == target)
+    pack = idx.with_suffix(".pack")
+    data = bytearray(pack.read_bytes())
+    data[offset + 4] ^= 0xFF  # inside the entry's compressed body
+    pack.chmod(0o644)
+    pack.write_bytes(bytes(data))
+
+    gc_mod.collect_store(engine.store)
+    assert not list((objects / "pack").glob(f"{pack.stem}.*")), "the damaged pack is not linked"
+    assert shared(engine.store) == [], "our copies stay ours (packed by gc)"
     assert reachable(open_engine(root, data_dir).store, {tree}), "every object reads back"
 
 

@@ -155,12 +155,15 @@ def test_a_blob_of_another_size_is_not_seeded(tmp_path: Path, data_dir: Path) ->
     ids = {"src/d0/f0.txt": bytes.fromhex(git(root, "rev-parse", ":src/d0/f0.txt").strip())}
     store_git = tmp_path / "store"
     pygit2.init_repository(str(store_git), bare=True)
-    object_links.link_objects(root / ".git" / "objects", store_git / "objects", set(ids.values()))
+    linked = object_links.link_objects(
+        root / ".git" / "objects", store_git / "objects", set(ids.values())
+    )
+    assert linked.missing == set() and linked.headers == {}, "packed: no loose header read"
     size = (root / "src/d0/f0.txt").stat().st_size
     right = {"src/d0/f0.txt": (0o100644, size, 1, 1, 1)}
     wrong = {"src/d0/f0.txt": (0o100644, size + 1, 1, 1, 1)}
-    assert seeded_blobs.present_as_blobs(store_git, dict(ids), right) == ids
-    assert seeded_blobs.present_as_blobs(store_git, dict(ids), wrong) == {}
+    assert seeded_blobs.present_as_blobs(store_git, dict(ids), right, {}) == ids
+    assert seeded_blobs.present_as_blobs(store_git, dict(ids), wrong, {}) == {}
 
 
 # -- the index, parsed as iterated ------------------------------------------------
