@@ -897,8 +897,8 @@ def test_session_end_runs_a_bounded_gc(
     steps.append(Step("s", cp.id, before, disk_state(root)))
     builtin.handle(hook_input("session_end", root), [])
     assert len(calls) == 1, "no gc started for a few loose objects"
-    report = engine.gc(budget_s=30.0)
-    assert report.reason, f"and a bounded gc would indeed have done nothing: {report}"
+    idle = engine.gc(budget_s=30.0)
+    assert idle.reason, f"and a bounded gc would indeed have done nothing: {idle}"
     assert loose_objects(engine.store), "deferred: the few loose objects are still there"
 
     # When retention drops checkpoints, the bounded gc rewrites the store to free them.
