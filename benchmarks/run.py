@@ -47,7 +47,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
-from benchmarks import procs
+from benchmarks import cold_undo, procs
 from benchmarks.procs import Done
 from benchmarks.reference import MAX_NEW_FILE_SIZE, ReferenceShadow
 from benchmarks.worktrees import (
@@ -110,6 +110,12 @@ FIGURES: dict[str, tuple[str, str, str | None]] = {
         "ref_revert10",
     ),
     "redo10": ("ours: `snapshotter redo` (a hook server running)", "ms", "ref_redo10"),
+    "undo10_cold": (  # cold_undo.py
+        "ours: `snapshotter undo` of a 10-file turn, no server (it idled out)",
+        "ms",
+        "ref_revert10",
+    ),
+    "redo10_cold": ("ours: `snapshotter redo`, no server", "ms", "ref_redo10"),
     "api_nochange": (
         "ours: Engine.capture(), no change (public API, in-process)",
         "ms",
@@ -146,6 +152,8 @@ SUMMARY: list[tuple[str, str, str]] = [
     ("hook with server, 10 files edited / reference capture", "hook_edit10", "ref_edit10"),
     ("`undo` of a 10-file turn / reference revert", "undo10", "ref_revert10"),
     ("`redo` / reference redo", "redo10", "ref_redo10"),
+    ("`undo` of a 10-file turn, no server / reference revert", "undo10_cold", "ref_revert10"),
+    ("`redo`, no server / reference redo", "redo10_cold", "ref_redo10"),
     ("hook server RSS after warm-up / its peak", "server_rss", "server_hwm"),
     ("`snapshotter mcp` start-up / python -c pass (Claude Code waits ~2 s)", "mcp_start", "python"),
     ("`snapshotter mcp` RSS / the hook server's", "mcp_rss", "server_rss"),
@@ -618,6 +626,7 @@ class Bench:
                 self.reference("ref_redo10", ref, partial(ref.revert, safety, edited))
                 back(after, "reference redo")
         self.server_memory()
+        cold_undo.measure(self, data, session, {"original": original, "after": after}, back)
         self.interpreter()
         self.mcp_server(data)
 
