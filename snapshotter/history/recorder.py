@@ -20,12 +20,12 @@ from snapshotter.history.lost import missing
 from snapshotter.history.not_held import ignored_deleted
 from snapshotter.history.ownership import owned
 from snapshotter.history.records import MAX_PENDING_TOOLS, Mark, State
-from snapshotter.history.safety import newest_mark
 from snapshotter.history.settle import settle
 from snapshotter.history.state_file import editing, load
 from snapshotter.store.capture import Capture
 from snapshotter.store.changes import statuses
 from snapshotter.store.restore import check_path
+from snapshotter.store.shadow import Store
 from snapshotter.store.workspace import Workspace
 
 
@@ -83,7 +83,7 @@ class Recorder:
         """
         with editing(self.workspace.store) as state:
             sess = state.session(self.session_id)
-            start = newest_mark(state, self.workspace.store)
+            start = _newest_mark(state, self.workspace.store)
             capture, mark = self._capture_pair(state)
             cp = None
             if start is not None or label:
@@ -355,6 +355,18 @@ def _open(state: State, session_id: str) -> bool:
     """Whether the session has a turn or tool open."""
     sess = state.sessions.get(session_id)
     return sess is not None and (sess.turn is not None or bool(sess.tools))
+
+
+def _newest_mark(state: State, store: Store) -> Mark | None:
+    """The newest known state of the worktree: a session's latest capture or
+    operation, else the newest capture by anyone."""
+    marks = [s.last for s in state.sessions.values() if s.last is not None]
+    newest = max(marks, key=lambda m: m.at, default=None)
+    captured = store.last_capture()
+    if captured is not None and (newest is None or captured[1] > newest.at):
+        # Its skips are not known: ``at`` 0 says so (``made_visible`` then asks the size).
+        return Mark(tree=captured[0], next_id=state.next_id)
+    return newest
 
 
 def _plain(rel: str) -> bool:

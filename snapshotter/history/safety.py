@@ -50,30 +50,22 @@ def take_safety(workspace: Workspace, state: State, paths: Collection[str]) -> M
     return replace(Mark.of(capture, state.next_id), tree=store.hold(capture.tree, paths))
 
 
-def newest_mark(state: State, store: Store) -> Mark | None:
-    """The newest known state of the worktree: a session's latest capture or
-    operation, else the newest capture by anyone."""
+def _base(state: State, store: Store) -> Mark | None:
+    """What the untouched paths are taken as: the newest known state of the worktree.
+
+    That is a session's latest capture or operation, or the newest capture by
+    anyone when it is newer (a ``snapshotter capture`` from the shell), with
+    the skips and ignored paths of the session's (the stat cache keeps none).
+    None when there is neither, or it was lost (then the caller walks).
+    """
     marks = [s.last for s in state.sessions.values() if s.last is not None]
     newest = max(marks, key=lambda m: m.at, default=None)
-    captured = store.last_capture()
+    captured = store.newest_capture()
     if captured is not None and (newest is None or captured[1] > newest.at):
-        # Its skips are not known: ``at`` 0 says so (``made_visible`` then asks the size).
-        return Mark(tree=captured[0], next_id=state.next_id)
-    return newest
-
-
-def _base(state: State, store: Store) -> Mark | None:
-    """What the untouched paths are taken as: the newest known state of the worktree,
-    with the skips and ignored paths of the newest walk a session remembers (the
-    newest capture by anyone may be newer than every session's, but it keeps no
-    skips). None when there is no snapshot, or its tree was lost (then: a walk)."""
-    newest = newest_mark(state, store)
+        tree = captured[0]
+        return (
+            Mark(tree=tree, next_id=state.next_id) if newest is None else replace(newest, tree=tree)
+        )
     if newest is None or missing(store, newest.tree):
         return None
-    if newest.at:
-        return newest
-    walked = [s.last for s in state.sessions.values() if s.last is not None and s.last.at]
-    known = max(walked, key=lambda m: m.at, default=None)
-    if known is None:
-        return newest
-    return replace(known, tree=newest.tree)
+    return newest

@@ -164,6 +164,19 @@ class Store:
         except OSError:
             return tree, 0
 
+    def newest_capture(self) -> tuple[str, int] | None:
+        """``last_capture`` without reading the stat cache's entries (stat_cache.newest_tree):
+        (tree, when the stat cache was last written, in ns); None when it cannot tell so."""
+        path = self.root / "manifest"
+        tree = stat_cache.newest_tree(path)
+        if tree is None or not self.has(tree):
+            return None
+        when = 0
+        for written in (path, stat_cache.log_path(path)):  # a capture appends to the log
+            with contextlib.suppress(OSError):
+                when = max(when, os.stat(written).st_mtime_ns)
+        return tree, when
+
     def files_under(self, tree: str, directory: str) -> list[str]:
         """Every file path below ``directory`` in ``tree`` (none if it is not a directory there)."""
         return self.objects.files_under(tree, directory)

@@ -181,6 +181,35 @@ def _records(raw: bytes) -> Iterator[object]:
         at += size
 
 
+def newest_tree(path: Path) -> str | None:
+    """The tree ``load(path)`` names, read without its entries: the base's head, then
+    the log's last intact record. None when there is none, or only ``load`` can tell
+    (an older format). What an undo with no server lays the paths it touches over
+    (issue 24.2): reading every entry would cost what the worktree holds.
+    """
+    try:
+        with open(path, "rb") as f:
+            if f.read(len(_BASE_MAGIC)) != _BASE_MAGIC:
+                return None
+            (size,) = _BASE_RECORD.unpack(f.read(_BASE_RECORD.size))
+            head = marshal.loads(f.read(size))
+            if not isinstance(head, dict) or head.get("version") != VERSION:
+                return None
+            for _ in range(int(head.get("chunks", -1))):  # every record there: not cut short
+                (size,) = _BASE_RECORD.unpack(f.read(_BASE_RECORD.size))
+                f.seek(size, os.SEEK_CUR)
+            if f.tell() != os.fstat(f.fileno()).st_size:
+                return None
+    except (OSError, EOFError, ValueError, TypeError, struct.error):
+        return None
+    manifest = Manifest(head.get("tree"))
+    token = head.get("log")
+    if isinstance(token, bytes) and len(token) == _TOKEN_BYTES:
+        manifest.token = token
+        _replay(log_path(path), manifest)
+    return manifest.tree if isinstance(manifest.tree, str) else None
+
+
 def _replay(path: Path, manifest: Manifest) -> None:
     """Apply the log's intact records, oldest first; stop at the first damaged one."""
     try:

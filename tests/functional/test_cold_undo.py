@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from builders import event, hook_in_process_ok, run_cli, write
+from builders import event, hook_in_process_ok, run_cli, run_cli_in_process, write
 
 from snapshotter.errors import Conflict
 
@@ -144,3 +144,17 @@ def test_an_edit_after_the_turn_through_a_hard_link_is_refused_and_kept_for_redo
     assert run_cli("redo", cwd=root).returncode == 0
     assert app.read_bytes() == users, "redo brings back the user's bytes"
     assert (root / "new.txt").read_text() == "new\n"
+
+
+def test_the_untouched_paths_are_as_the_newest_snapshot_has_them(turned: Path) -> None:
+    """What the undo leaves is the newest snapshot (here a capture from the shell,
+    newer than the session's) with the touched paths as restored: a checkpoint
+    after it holds what changed since that snapshot, and only that."""
+    root = turned
+    write(root, "other/d1/f1.txt", "captured from the shell\n")
+    assert run_cli_in_process("capture", cwd=root).code == 0
+    write(root, "other/d2/f2.txt", "never captured\n")
+    assert run_cli_in_process("undo", cwd=root).code == 0
+    done = run_cli_in_process("checkpoint", "-m", "mine", "--json", cwd=root)
+    assert done.code == 0, done.err
+    assert [f["path"] for f in json.loads(done.out)["files"]] == ["other/d2/f2.txt"]
