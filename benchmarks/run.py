@@ -116,6 +116,7 @@ FIGURES: dict[str, tuple[str, str, str | None]] = {
         "ref_revert10",
     ),
     "redo10_cold": ("ours: `snapshotter redo`, no server", "ms", "ref_redo10"),
+    "list_cold": ("ours: `snapshotter list`, no server (start-up, state read)", "ms", "floor"),
     "api_nochange": (
         "ours: Engine.capture(), no change (public API, in-process)",
         "ms",
@@ -154,6 +155,7 @@ SUMMARY: list[tuple[str, str, str]] = [
     ("`redo` / reference redo", "redo10", "ref_redo10"),
     ("`undo` of a 10-file turn, no server / reference revert", "undo10_cold", "ref_revert10"),
     ("`redo`, no server / reference redo", "redo10_cold", "ref_redo10"),
+    ("`undo`, no server / `list`, no server (start-up)", "undo10_cold", "list_cold"),
     ("hook server RSS after warm-up / its peak", "server_rss", "server_hwm"),
     ("`snapshotter mcp` start-up / python -c pass (Claude Code waits ~2 s)", "mcp_start", "python"),
     ("`snapshotter mcp` RSS / the hook server's", "mcp_rss", "server_rss"),
