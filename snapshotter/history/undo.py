@@ -5,10 +5,10 @@ current bytes of every path it will touch whatever ignore rules say; with no
 hook server running it reads those paths only, never walking the tree. Undo
 and reset refuse when a file they would touch changed after its checkpoint
 (conflicts.py), and push the safety snapshot on the session's redo stack, so
-redo puts back the exact state before the undo, later user edits included. The outcome is
-saved with a journal before the first file is written (journal.py); a
-restore that fails part way or is cancelled is rolled back there, and the
-records before the operation are saved again.
+redo puts back the exact state before the undo, later user edits included.
+The outcome is saved with a journal before the first file is written
+(journal.py); a restore that fails part way or is cancelled is rolled back
+there, and the records before the operation are saved again.
 """
 
 from __future__ import annotations
