@@ -182,28 +182,20 @@ def _records(raw: bytes) -> Iterator[object]:
 
 
 def newest_tree(path: Path) -> str | None:
-    """The tree ``load(path)`` names, read without its entries: the base's head, then
-    the log's last intact record. None when there is none, or only ``load`` can tell
-    (an older format). What an undo with no server lays the paths it touches over
-    (issue 24.2): reading every entry would cost what the worktree holds.
-    """
+    """The tree ``load(path)`` names, read without its entries (an undo with no server,
+    issue 24.2): the base's head, then the log. None where ``load`` finds none."""
     try:
         with open(path, "rb") as f:
             if f.read(len(_BASE_MAGIC)) != _BASE_MAGIC:
+                return None  # (an older format: only ``load`` reads it)
+            head = marshal.loads(f.read(*_BASE_RECORD.unpack(f.read(_BASE_RECORD.size))))
+            for _ in range(head["chunks"]):  # skipped, but all there (as ``load`` checks)
+                f.seek(_BASE_RECORD.unpack(f.read(_BASE_RECORD.size))[0], os.SEEK_CUR)
+            if head["version"] != VERSION or f.tell() != os.fstat(f.fileno()).st_size:
                 return None
-            (size,) = _BASE_RECORD.unpack(f.read(_BASE_RECORD.size))
-            head = marshal.loads(f.read(size))
-            if not isinstance(head, dict) or head.get("version") != VERSION:
-                return None
-            for _ in range(int(head.get("chunks", -1))):  # every record there: not cut short
-                (size,) = _BASE_RECORD.unpack(f.read(_BASE_RECORD.size))
-                f.seek(size, os.SEEK_CUR)
-            if f.tell() != os.fstat(f.fileno()).st_size:
-                return None
-    except (OSError, EOFError, ValueError, TypeError, struct.error):
+    except (OSError, EOFError, ValueError, TypeError, KeyError, struct.error):
         return None
-    manifest = Manifest(head.get("tree"))
-    token = head.get("log")
+    manifest, token = Manifest(head.get("tree")), head.get("log")
     if isinstance(token, bytes) and len(token) == _TOKEN_BYTES:
         manifest.token = token
         _replay(log_path(path), manifest)
