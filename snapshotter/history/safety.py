@@ -4,11 +4,12 @@ It must hold the current bytes of every path the operation touches, whatever
 ignore rules or the size limit say (#12.1): that is the way back (the redo
 entry's tree, the journal's rollback) and what refusals compare with
 (conflicts.py). Paths the operation does not touch are not changed by it, so
-they need no capture (issue 24.2): with no hook server running, the touched
-paths are read and laid over the newest snapshot of the worktree, and the
-operation costs the paths it touches, never a walk of the tree. A command
-the hook server forked takes the server's warm capture instead (cheap, and
-current everywhere), as does a store with no snapshot to lay them over.
+they need no capture (issue 24.2): the touched paths are read and laid over
+the newest snapshot of the worktree, so the operation costs the paths it
+touches, never a walk of the tree, with a hook server running or not (a
+command the server forked does the same: its warm capture would still
+re-check every directory the undo just wrote). Only a store with no snapshot
+to lay them over takes a capture.
 
 The snapshot is returned as a ``Mark``: what the session's latest capture
 becomes once the operation is done (its tree edited by the caller).
@@ -37,7 +38,7 @@ def take_safety(workspace: Workspace, state: State, paths: Collection[str]) -> M
         check_path(path)
     whole = workspace.unguarded()  # the way back is never refused (walk.py's guard)
     store = whole.store
-    base = _base(state, store) if store.resident is None else None
+    base = _base(state, store)
     if base is not None:
         return Mark(
             tree=store.as_now(base.tree, paths),
