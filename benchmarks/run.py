@@ -47,7 +47,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
-from benchmarks import procs
+from benchmarks import cold_undo, procs
 from benchmarks.procs import Done
 from benchmarks.reference import MAX_NEW_FILE_SIZE, ReferenceShadow
 from benchmarks.worktrees import (
@@ -116,6 +116,13 @@ FIGURES: dict[str, tuple[str, str, str | None]] = {
         "ref_revert10",
     ),
     "redo10": ("ours: `snapshotter redo` (a hook server running)", "ms", "ref_redo10"),
+    "undo10_cold": (  # cold_undo.py
+        "ours: `snapshotter undo` of a 10-file turn, no server (it idled out)",
+        "ms",
+        "ref_revert10",
+    ),
+    "redo10_cold": ("ours: `snapshotter redo`, no server", "ms", "ref_redo10"),
+    "list_cold": ("ours: `snapshotter list`, no server (start-up, state read)", "ms", "floor"),
     "api_nochange": (
         "ours: Engine.capture(), no change (public API, in-process)",
         "ms",
@@ -157,6 +164,8 @@ SUMMARY: list[tuple[str, str, str]] = [
     ("hook with server, 10 files edited / reference capture", "hook_edit10", "ref_edit10"),
     ("`undo` of a 10-file turn / reference revert", "undo10", "ref_revert10"),
     ("`redo` / reference redo", "redo10", "ref_redo10"),
+    ("no server: `undo` of a 10-file turn / reference revert", "undo10_cold", "ref_revert10"),
+    ("no server: `redo` / reference redo", "redo10_cold", "ref_redo10"),
     ("hook server RSS after warm-up / its peak", "server_rss", "server_hwm"),
     ("`snapshotter mcp` start-up / python -c pass (Claude Code waits ~2 s)", "mcp_start", "python"),
     ("`snapshotter mcp` RSS / the hook server's", "mcp_rss", "server_rss"),
@@ -650,6 +659,7 @@ class Bench:
                 self.reference("ref_redo10", ref, partial(ref.revert, safety, edited))
                 back(after, "reference redo")
         self.server_memory()
+        cold_undo.measure(self, data, session, {"original": original, "after": after}, back)
         self.interpreter()
         self.mcp_server(data)
 

@@ -1,21 +1,20 @@
 """Undo, redo, reset and restore (SPEC §5): restores that are themselves undoable.
 
-Every operation first captures the worktree (the safety capture), holding
-the current bytes of every path it will touch whatever ignore rules say. Undo
+Every operation first takes its safety snapshot (safety.py), holding the
+current bytes of every path it will touch whatever ignore rules say; with no
+hook server running it reads those paths only, never walking the tree. Undo
 and reset refuse when a file they would touch changed after its checkpoint
-(conflicts.py),
-and push the safety capture on the session's redo stack, so redo puts back
-the exact state before the undo, later user edits included. The outcome is
-saved with a journal before the first file is written (journal.py); a
-restore that fails part way or is cancelled is rolled back there, and the
-records before the operation are saved again.
+(conflicts.py), and push the safety snapshot on the session's redo stack, so
+redo puts back the exact state before the undo, later user edits included.
+The outcome is saved with a journal before the first file is written
+(journal.py); a restore that fails part way or is cancelled is rolled back
+there, and the records before the operation are saved again.
 """
 
 from __future__ import annotations
 
 import time
 from collections import defaultdict
-from dataclasses import replace
 
 from snapshotter.checkpoints import NOT_HELD_IGNORED, Record
 from snapshotter.config import MANUAL_SESSION
@@ -25,9 +24,9 @@ from snapshotter.history.conflicts import refuse_changed
 from snapshotter.history.lookup import default_in
 from snapshotter.history.lost import require
 from snapshotter.history.records import Mark, RedoEntry, State
+from snapshotter.history.safety import take_safety
 from snapshotter.history.state_file import editing
 from snapshotter.models import RestoreReport
-from snapshotter.store.capture import Capture
 from snapshotter.store.restore import RestoreResult, check_path
 from snapshotter.store.workspace import Workspace
 
@@ -107,7 +106,7 @@ def restore_files(
         source, other = (cp.after, cp.before) if after else (cp.before, cp.after)
         require(workspace.store, "restore", [(cp.id, source)], [(cp.id, other)], force=force)
         chosen = _expand(workspace, state, cp, [source, other], paths)
-        safety = _safety(workspace, chosen)
+        safety = take_safety(workspace, state, chosen)
         refuse_changed(
             workspace,
             state,
@@ -134,7 +133,7 @@ def restore_files(
                 at=time.time_ns(),
             )
         )
-        sess.last = _left(replace(safety, tree=new_tree), state)
+        sess.last = _left(safety, new_tree, state)
         result = journal.run(
             workspace.store, state, safety.tree, steps, op="restore", checkpoints=[cp.id]
         )
@@ -171,7 +170,7 @@ def redo(
             raise NothingToDo(f"nothing to redo in session {session_id}")
         entry = sess.redo[-1]
         require(workspace.store, "redo", [(None, entry.tree)], [(None, entry.after)], force=force)
-        safety = _safety(workspace, entry.paths)
+        safety = take_safety(workspace, state, entry.paths)
         changed = refuse_changed(
             workspace,
             state,
@@ -198,7 +197,7 @@ def redo(
                     at=time.time_ns(),
                 )
             )
-        sess.last = _left(replace(safety, tree=after), state)
+        sess.last = _left(safety, after, state)
         _rebase_open_spans(workspace, state, entry.tree, entry.paths)
         for cp_id in entry.checkpoints if entry.op != "restore" else ():  # a part: no flag
             cp = state.by_id(cp_id)
@@ -267,7 +266,7 @@ def _revert(
         [(cp.id, cp.after) for cp in targets],
         force=force,
     )
-    safety = _safety(workspace, paths)
+    safety = take_safety(workspace, state, paths)
     refuse_changed(
         workspace,
         state,
@@ -285,10 +284,10 @@ def _revert(
     # Everything the restore leads to is worked out and saved, with its journal,
     # before the first file is written (journal.py): what the worktree will be is
     # the safety tree with the restored paths as their checkpoints have them.
-    after = replace(safety, tree=_after_tree(workspace, safety.tree, steps))
+    after = _after_tree(workspace, safety.tree, steps)
     for cp in targets:
         _set_undone(state, cp, True)
-    _rebase_open_spans(workspace, state, after.tree, paths)
+    _rebase_open_spans(workspace, state, after, paths)
     sess = state.session(session_id)
     sess.redo.append(
         RedoEntry(
@@ -296,11 +295,11 @@ def _revert(
             checkpoints=ids,
             paths=paths,
             tree=safety.tree,
-            after=after.tree,
+            after=after,
             at=time.time_ns(),
         )
     )
-    sess.last = _left(after, state)
+    sess.last = _left(safety, after, state)
     result = journal.run(
         workspace.store,
         state,
@@ -312,23 +311,16 @@ def _revert(
     return _report(state, ids, result, dry_run)
 
 
-def _left(capture: Capture, state: State) -> Mark:
-    """The worktree as an operation leaves it, as the session's latest capture: newer
-    than the safety capture (so a ``checkpoint`` starts from it, #21.6)."""
-    return replace(Mark.of(capture, state.next_id), at=time.time_ns())
-
-
-def _safety(workspace: Workspace, paths: list[str]) -> Capture:
-    """The whole worktree now, plus every path the restore touches whatever rules say.
-
-    A safety capture must see every path (so it is unscoped), and it must hold
-    the bytes of each file it may overwrite or remove, even one an ignore rule
-    or the size limit keeps out of captures (#12.1): that is the way back.
-    """
-    for path in paths:  # one unsafe path rejects it all before anything is written
-        check_path(path)
-    capture = workspace.unguarded().capture()
-    return replace(capture, tree=workspace.store.hold(capture.tree, paths))
+def _left(safety: Mark, tree: str, state: State) -> Mark:
+    """The worktree as an operation leaves it (``tree``), as the session's latest
+    capture: newer than the safety snapshot (so a ``checkpoint`` starts from it, #21.6)."""
+    return Mark(
+        tree=tree,
+        skips=safety.skips,
+        next_id=state.next_id,
+        at=time.time_ns(),
+        ignored=safety.ignored,
+    )
 
 
 def _after_tree(workspace: Workspace, safety: str, steps: list[tuple[str, list[str]]]) -> str:

@@ -164,6 +164,19 @@ class Store:
         except OSError:
             return tree, 0
 
+    def newest_capture(self) -> tuple[str, int] | None:
+        """``last_capture`` without reading the stat cache's entries (stat_cache.newest_tree):
+        (tree, when the stat cache was last written, in ns); None when it cannot tell so."""
+        path = self.root / "manifest"
+        tree = stat_cache.newest_tree(path)
+        if tree is None or not self.has(tree):
+            return None
+        when = 0
+        for written in (path, stat_cache.log_path(path)):  # a capture appends to the log
+            with contextlib.suppress(OSError):
+                when = max(when, os.stat(written).st_mtime_ns)
+        return tree, when
+
     def files_under(self, tree: str, directory: str) -> list[str]:
         """Every file path below ``directory`` in ``tree`` (none if it is not a directory there)."""
         return self.objects.files_under(tree, directory)
@@ -204,27 +217,46 @@ class Store:
         """
         found: dict[str, tuple[int, bytes] | None] = {}
         for rel in paths:
-            if self.entry(tree, rel) is not None:
-                continue
-            path = self._reachable(rel)
-            if path is None:
-                continue  # only reachable through a symlink: restores never go there
-            try:
-                st = os.lstat(path)
-                if st is None or not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
-                    continue  # nothing there (a directory is left alone by restores)
-                if stat.S_ISLNK(st.st_mode):
-                    found[rel] = (MODE_LINK, self.put(BLOB, os.fsencode(os.readlink(path))))
-                else:
-                    mode = git_mode(st.st_mode) or MODE_FILE
-                    found[rel] = (mode, blobs.put_file(self.objects, path))
-            except FileNotFoundError:
-                continue
-            except (OSError, ObjectError) as exc:
-                raise StoreError(
-                    f"cannot keep a copy of {rel} ({_why(exc)}), so it is not touched"
-                ) from exc
+            if self.entry(tree, rel) is None:
+                now = self.held(rel)
+                if now is not None:
+                    found[rel] = now
         return self.edit_tree(tree, found) if found else tree
+
+    def as_now(self, base: str, paths: Collection[str]) -> str:
+        """``base`` with each of ``paths`` as it is on disk now, its bytes held (``held``).
+
+        A restore's safety tree without a walk (issue 24.2): every path it
+        touches read now, whatever ``base`` or ignore rules say; nothing there
+        (or a directory, a FIFO, a path below a symlink) is absent. The rest
+        of the worktree is as ``base`` has it: the restore does not touch it.
+        """
+        return self.edit_tree(base, {rel: self.held(rel) for rel in paths})
+
+    def held(self, rel: str) -> Entry | None:
+        """Worktree file or symlink ``rel`` stored as it is now: its (mode, blob id).
+
+        None when there is nothing a restore could destroy: no file, a
+        directory (restores leave it alone), a FIFO or device, or a path
+        reached only through a symlink (restores never go there). A file that
+        cannot be read raises StoreError: it is not to be touched.
+        """
+        path = self._reachable(rel)
+        if path is None:
+            return None
+        try:
+            st = os.lstat(path)
+            if stat.S_ISLNK(st.st_mode):
+                return Entry(MODE_LINK, self.put(BLOB, os.fsencode(os.readlink(path))))
+            if stat.S_ISREG(st.st_mode):
+                return Entry(git_mode(st.st_mode) or MODE_FILE, blobs.put_file(self.objects, path))
+        except FileNotFoundError:
+            pass
+        except (OSError, ObjectError) as exc:
+            raise StoreError(
+                f"cannot keep a copy of {rel} ({_why(exc)}), so it is not touched"
+            ) from exc
+        return None
 
     def _reachable(self, rel: str) -> str | None:
         """``rel``'s absolute path when every parent is a real directory, else None."""

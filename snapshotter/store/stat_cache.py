@@ -181,6 +181,27 @@ def _records(raw: bytes) -> Iterator[object]:
         at += size
 
 
+def newest_tree(path: Path) -> str | None:
+    """The tree ``load(path)`` names, read without its entries (an undo with no server,
+    issue 24.2): the base's head, then the log. None where ``load`` finds none."""
+    try:
+        with open(path, "rb") as f:
+            if f.read(len(_BASE_MAGIC)) != _BASE_MAGIC:
+                return None  # (an older format: only ``load`` reads it)
+            head = marshal.loads(f.read(*_BASE_RECORD.unpack(f.read(_BASE_RECORD.size))))
+            for _ in range(head["chunks"]):  # skipped, but all there (as ``load`` checks)
+                f.seek(_BASE_RECORD.unpack(f.read(_BASE_RECORD.size))[0], os.SEEK_CUR)
+            if head["version"] != VERSION or f.tell() != os.fstat(f.fileno()).st_size:
+                return None
+    except (OSError, EOFError, ValueError, TypeError, KeyError, struct.error):
+        return None
+    manifest, token = Manifest(head.get("tree")), head.get("log")
+    if isinstance(token, bytes) and len(token) == _TOKEN_BYTES:
+        manifest.token = token
+        _replay(log_path(path), manifest)
+    return manifest.tree if isinstance(manifest.tree, str) else None
+
+
 def _replay(path: Path, manifest: Manifest) -> None:
     """Apply the log's intact records, oldest first; stop at the first damaged one."""
     try:

@@ -31,6 +31,9 @@ EXPECTED_FIGURES = {
     "hook_edit10",
     "undo10",
     "redo10",
+    "undo10_cold",
+    "redo10_cold",
+    "list_cold",
     "api_nochange",
     "changes",
     "ref_store_first",
@@ -57,6 +60,8 @@ SUMMARY = {
     "hook_edit10": "ref_edit10",
     "undo10": "ref_revert10",
     "redo10": "ref_redo10",
+    "undo10_cold": "ref_revert10",
+    "redo10_cold": "ref_redo10",
     "server_rss": "server_hwm",
     "mcp_start": "python",
     "mcp_rss": "server_rss",
@@ -69,6 +74,8 @@ PROCESS_FIGURES = {
     "hook_edit10",
     "undo10",
     "redo10",
+    "undo10_cold",
+    "redo10_cold",
 }
 
 
