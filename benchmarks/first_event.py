@@ -29,7 +29,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks import procs
-from benchmarks.run import hermetic
 from benchmarks.worktrees import GeneratedWorktree, append_edit, copy_existing, generate, pick
 
 PAUSE_S = 3.0  # the user typing the first prompt after the agent started
@@ -123,6 +122,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--worktree", type=Path, action="append", default=[])
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args(argv)
+    from benchmarks.run import hermetic  # (run.py imports this module)
+
     sources: list[int | Path] = [int(s) for s in args.sizes.split(",") if s]
     sources += args.worktree
     tmp = Path(tempfile.mkdtemp(prefix="snapshotter-first-event-"))

@@ -92,6 +92,8 @@ QUIET_S = 1.5
 # way): its "go" follows at once, so one that stalls is given up on quickly.
 CLI_GO_TIMEOUT_S = 2.0
 MAX_FDS = 3  # stdin, stdout, stderr
+QUIET_WARM_S = 60.0  # how long the CLI's imports wait for a quiet moment, at most
+QUIET_WARM_AFTER_S = 1.0  # a quiet moment: this long since the last request
 
 
 class _Gate:
@@ -150,6 +152,8 @@ class _Server:
         self.keep_out = keep_out  # descriptors a forked child must not hold (the lock file)
         self.gate = _Gate()
         self.order = Order()
+        self._more: Callable[[], None] | None = None  # imports still to do (``warm_up``)
+        self._more_lock = threading.Lock()
         self.sessions = Sessions()
         self.stopping = threading.Event()
         self.busy = 0
@@ -159,17 +163,38 @@ class _Server:
 
     def warm_up(self, more: Callable[[], None] | None) -> None:
         """Imports and the warm state, beside the accept loop: a hook that connects
-        meanwhile is told "ready" at once and its event waits here, not in its client."""
+        meanwhile is told "ready" at once and its event waits here, not in its client.
+
+        ``more`` (the CLI commands' imports, ~0.5 s) waits for a quiet moment (no
+        request for QUIET_WARM_AFTER_S): the first event's baseline, and the events
+        of a turn under way, must not share the interpreter with it.
+        """
+        self._more = more  # from now on a CLI request does these itself if need be
         try:
             with self.gate.work():  # no fork while a thread imports or preloads
                 from snapshotter.engine.serving import Resident
 
                 self._resident = Resident()
                 _warm_up()
-                if more is not None:
-                    more()
         finally:
             self.warm.set()
+        if more is None:
+            return
+        deadline = time.monotonic() + QUIET_WARM_S
+        while time.monotonic() < deadline and not self.stopping.is_set():
+            with self.mutex:
+                if self.busy == 0 and time.monotonic() - self.last_done > QUIET_WARM_AFTER_S:
+                    break
+            time.sleep(_TICK_S / 20)
+        self._warm_more()
+
+    def _warm_more(self) -> None:
+        """The CLI's imports, once; a CLI request calls this before it forks, so no fork
+        happens while this thread imports (the child would find a module lock held)."""
+        with self._more_lock:
+            more, self._more = self._more, None
+            if more is not None:
+                more()
 
     @property
     def resident(self) -> Resident:
@@ -302,7 +327,10 @@ class _Server:
         """Run a CLI command in a forked child (see the module doc)."""
         from snapshotter.hooks.client import COLD, GO, READY, split_frames
 
-        if self.run_command is None or not self.gate.close(QUIET_S):
+        if self.run_command is None:
+            return
+        self._warm_more()
+        if not self.gate.close(QUIET_S):
             return  # no "ready": the client runs the command itself
         fds: list[int] = []
         pid = 0
