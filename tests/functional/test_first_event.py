@@ -12,6 +12,7 @@ import contextlib
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from builders import blob_at, event, files_of, listed, make_repo, run_hook, wait_for, write
 
@@ -50,7 +51,7 @@ def test_session_start_returns_before_the_baseline_and_the_first_tool_is_served(
         assert said == "served", "session_start was handled in the hook process"
         assert server_socket.exists(), "session_start started the hook server"
     # Edited right after session_start: the tool's checkpoint starts from before it.
-    tool = {"tool_name": "Write", "tool_input": {"file_path": str(root / "a.txt")}}
+    tool: dict[str, Any] = {"tool_name": "Write", "tool_input": {"file_path": str(root / "a.txt")}}
     said = spied_hook(event("pre_tool_use", root, **tool), data_dir, tmp_path / "said")
     assert said == "served", "the first pre_tool was handled in the hook process"
     write(root, "a.txt", "new\n")
@@ -70,7 +71,7 @@ def test_a_turn_right_after_session_start_is_one_exact_checkpoint(
     engine = Engine.open(root, data_dir_path=data_dir)
     assert engine is not None
     engine.capture()
-    tool = {"tool_name": "Write", "tool_input": {"file_path": str(root / "a.txt")}}
+    tool: dict[str, Any] = {"tool_name": "Write", "tool_input": {"file_path": str(root / "a.txt")}}
     held = contextlib.ExitStack()
     held.enter_context(engine.store.locked())
     try:
