@@ -112,9 +112,10 @@ def _start(
 
     A posted event (``session_start``) is queued on the socket before the server
     exists and this hook returns at once: the server takes the worktree's
-    baseline while the user types. Any other event waits for the server to
-    handle it (the tool it precedes must not run before its capture), exactly
-    as an event to a running server; the server's first capture is that walk.
+    baseline while the user types. Any other event (a runtime that sends no
+    ``session_start``) is handled here, while the server starts beside it: the
+    tool it precedes must not run before its capture, and this process is
+    already half-way through the imports a new server would need first.
     """
     try:
         owned = client.own(path)
@@ -132,12 +133,7 @@ def _start(
     finally:
         listener.close()  # the server holds its own copies of both
         os.close(lock)
-    if posted:
-        return None
-    try:
-        return client.send(path, data_dir, args, raw)
-    except OSError:
-        return _NOT_SERVED
+    return None if posted else _NOT_SERVED
 
 
 _SESSION_START_NAMES = (b"SessionStart", b"sessionStart", b"session_start")

@@ -2,8 +2,8 @@
 
 ``session_start`` starts the server and returns at once: the server takes the
 baseline while the user types. The events after it are served, in order, and
-exact; a runtime that sends no ``session_start`` has its first event served by
-the server that event started.
+exact; a runtime that sends no ``session_start`` has its first event handled in
+its own process while the server it started comes up for the next.
 """
 
 from __future__ import annotations
@@ -96,14 +96,15 @@ def test_a_turn_right_after_session_start_is_one_exact_checkpoint(
     assert [(files_of(cp), cp["reason"]) for cp in turns] == [({"a.txt": "modified"}, "normal")]
 
 
-def test_a_first_event_without_session_start_is_served_by_the_server_it_starts(
+def test_a_first_event_without_session_start_starts_the_server_for_the_next(
     tmp_path: Path, data_dir: Path, server_socket: Path
 ) -> None:
-    """Runtimes that send no session_start: the first event waits for the server it
-    started (its capture is the baseline), and the server stays for the next."""
+    """Runtimes that send no session_start: the first event is handled in its own
+    process (its tool waits for that capture) while the server starts beside it."""
     root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
     said = spied_hook(event("turn_start", root), data_dir, tmp_path / "said")
-    assert said == "served", "the first event was handled in the hook process"
+    assert said == "in-process"
+    assert server_socket.exists(), "the first event started the hook server"
     write(root, "a.txt", "changed\n")
     assert spied_hook(event("turn_end", root), data_dir, tmp_path / "said") == "served"
     assert [files_of(cp) for cp in listed(root, data_dir, "--session", "s")] == [
