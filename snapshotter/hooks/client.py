@@ -198,7 +198,7 @@ def post(
 
     For an event no tool waits on (``session_start``: its baseline is taken
     while the user types). The server handles it before any later request of
-    the same session (hooks/server.py, ``_Order``). Raises OSError as ``send``
+    the same session (posted.py). Raises OSError as ``send``
     does, while this process must still handle the event itself.
     """
     conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
