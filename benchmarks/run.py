@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
 from benchmarks import cold_undo, procs
+from benchmarks.first_event import PAUSE_S
 from benchmarks.procs import Done
 from benchmarks.reference import MAX_NEW_FILE_SIZE, ReferenceShadow
 from benchmarks.worktrees import (
@@ -100,7 +101,22 @@ FIGURES: dict[str, tuple[str, str, str | None]] = {
         "ref_nochange",
     ),
     "hook_first": (
-        "ours: `snapshotter hook`, no server (a session's first event)",
+        "ours: `snapshotter hook` session_start, no server (it asks for one and returns)",
+        "ms",
+        "floor",
+    ),
+    "hook_first_prompt": (
+        "ours: the first prompt, --typing-pause after that session_start (the user typing)",
+        "ms",
+        "floor",
+    ),
+    "hook_first_now": (
+        "ours: a pre_tool at once after session_start, no server (waits for the baseline)",
+        "ms",
+        "floor",
+    ),
+    "hook_alone": (
+        "ours: `snapshotter hook` in its own process (SNAPSHOTTER_HOOK_SERVER=0)",
         "ms",
         "ref_nochange",
     ),
@@ -160,7 +176,9 @@ SUMMARY: list[tuple[str, str, str]] = [
         "nochange_served",
         "ref_nochange",
     ),
-    ("hook, no server (first event) / reference no change", "hook_first", "ref_nochange"),
+    ("session_start, no server / git status", "hook_first", "floor"),
+    ("first prompt after session_start, no server / git status", "hook_first_prompt", "floor"),
+    ("pre_tool at once after session_start, no server / git status", "hook_first_now", "floor"),
     ("hook with server, 10 files edited / reference capture", "hook_edit10", "ref_edit10"),
     ("`undo` of a 10-file turn / reference revert", "undo10", "ref_revert10"),
     ("`redo` / reference redo", "redo10", "ref_redo10"),
@@ -228,6 +246,7 @@ class Options:
     profile: bool
     pack_source: bool
     ref_first_limit_s: float | None
+    typing_pause_s: float = PAUSE_S  # between session_start and the first prompt
 
 
 # -- environment and timing ----------------------------------------------------
@@ -361,13 +380,13 @@ class Bench:
 
     # Processes ---------------------------------------------------------------
 
-    def cli(self, data: Path, *args: str, stdin: bytes | None = None) -> Done:
+    def cli(self, data: Path, *args: str, stdin: bytes | None = None, server: str = "1") -> Done:
         """One snapshotter process on ``data``, run in the worktree; it must succeed.
 
         The hook server is allowed (``SNAPSHOTTER_HOOK_SERVER=1``): hooks start it,
         and while it runs the CLI's commands are forked from it (issue 16.2).
         """
-        env = dict(self.env, SNAPSHOTTER_HOOK_SERVER="1")
+        env = dict(self.env, SNAPSHOTTER_HOOK_SERVER=server)
         gc.collect()
         done = procs.run(
             [*self.cmd, "--data-dir", str(data), *args], env, cwd=self.wt.root, stdin=stdin
@@ -378,12 +397,15 @@ class Bench:
         )
         return done
 
-    def hook(self, data: Path, event: str, session: str, key: str | None = None) -> Done:
-        """One ``snapshotter hook`` process; its figure under ``key``."""
+    def hook(
+        self, data: Path, event: str, session: str, key: str | None = None, alone: bool = False
+    ) -> Done:
+        """One ``snapshotter hook`` process; its figure under ``key``. ``alone``: with
+        the server turned off (the event handled in that process)."""
         body = json.dumps(
             {"hook_event_name": event, "session_id": session, "cwd": str(self.wt.root)}
         ).encode()
-        done = self.cli(data, "hook", stdin=body)
+        done = self.cli(data, "hook", stdin=body, server="0" if alone else "1")
         self.result.check(not done.stderr, f"hook {event}: stderr {done.stderr[:300]!r}")
         if key is not None:
             self.result.add(key, done.ms, done.rss_kb)
@@ -540,7 +562,7 @@ class Bench:
 
     def served(self, key: str) -> None:
         """Note a 'with the server' figure whose hook process looks in-process."""
-        ours, alone = self.result.rss_kb.get(key, []), self.result.rss_kb.get("hook_first", [])
+        ours, alone = self.result.rss_kb.get(key, []), self.result.rss_kb.get("hook_alone", [])
         if ours and alone and ours[-1] >= SERVED_RSS_SHARE * alone[-1]:
             self.result.note(
                 f"{key}: a hook ran in-process (peak RSS {ours[-1] // 1024} MB), "
@@ -608,10 +630,17 @@ class Bench:
                 our_t0 = _tree_of(done)
         self.compare_trees(ref, ref_t0, data, our_t0, f"no-change capture, round {r}")
         self.api_nochange(data)
+        # A headless session's first events (first_event.py): a tool call at once.
+        self.hook(data, "session_start", f"{session}-now")
+        self.hook(data, "pre_tool_use", f"{session}-now", key="hook_first_now")
+        procs.stop_servers(self.runtime)
+        alone = self.hook(data, "turn_start", f"{session}-alone", key="hook_alone", alone=True)
         # Then only hooks capture until the turn is recorded: a capture by another
         # process would make the server check the whole tree again (as it must).
-        first = self.hook(data, "session_start", session, key="hook_first")
-        self.await_server(data, session, first.rss_kb)
+        self.hook(data, "session_start", session, key="hook_first")
+        time.sleep(self.opts.typing_pause_s)  # the user types the first prompt meanwhile
+        self.hook(data, "turn_start", session, key="hook_first_prompt")
+        self.await_server(data, session, alone.rss_kb)
         self.hook(data, "turn_start", session, key="hook")
         self.served("hook")
 
@@ -1109,6 +1138,13 @@ def targets(results: list[WorktreeResult]) -> list[dict[str, Any]]:
         )
         add(
             res,
+            "24.3 first prompt after session_start, no server / floor",
+            res.ratio("hook_first_prompt", "floor"),
+            2.0,
+            res.tracked >= 20_000,
+        )
+        add(
+            res,
             "Engine.capture() no change / reference no-change",
             res.ratio("api_nochange", "ref_nochange"),
             1.0,
@@ -1270,6 +1306,13 @@ def parse_args(argv: list[str] | None) -> tuple[Options, argparse.Namespace]:
         "bound (default 900; its git add is quadratic in the paths, hours at "
         "500k files; 0: no limit)",
     )
+    p.add_argument(
+        "--typing-pause",
+        type=float,
+        default=PAUSE_S,
+        metavar="SECONDS",
+        help=f"the user typing the first prompt after session_start (default {PAUSE_S:g})",
+    )
     p.add_argument("--json", metavar="PATH", help="also write the results as JSON here")
     p.add_argument("--tmp-dir", metavar="DIR", help="parent of the temp directory")
     p.add_argument("--keep", action="store_true", help="keep the temp directory")
@@ -1306,6 +1349,7 @@ def parse_args(argv: list[str] | None) -> tuple[Options, argparse.Namespace]:
         ns.profile,
         not ns.loose_source,
         ns.reference_first_limit or None,
+        ns.typing_pause,
     )
     return opts, ns
 

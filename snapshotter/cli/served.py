@@ -234,14 +234,17 @@ def _exit_code(value: object) -> int:
     return 1
 
 
-def serve(path: str) -> None:
-    """The server process: hook events, and these commands (``client.start`` runs it)."""
+def serve(path: str, fds: list[str] | None = None) -> None:
+    """The server process: hook events, and these commands (``client.start`` runs it,
+    with the descriptors of the socket and lock it took in ``fds``)."""
     from functools import partial
     from pathlib import Path
 
+    from snapshotter.hooks.server import owned_fds
     from snapshotter.hooks.server import serve as serve_hooks
 
-    serve_hooks(Path(path), partial(run_child, path), warm_up=_warm_up)
+    owned = owned_fds(fds or [])
+    serve_hooks(Path(path), partial(run_child, path), warm_up=_warm_up, owned=owned)
 
 
 def _warm_up() -> None:
@@ -257,4 +260,4 @@ def _warm_up() -> None:
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1])
+    serve(sys.argv[1], sys.argv[2:])

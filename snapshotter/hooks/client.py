@@ -39,6 +39,7 @@ READY_TIMEOUT_S = 2.0
 READY = b"ready\n"
 GO = b"go\n"
 COLD = b"cold\n"  # the server took a CLI command but could not fork: it ran nothing
+POST = b"post"  # an event whose hook does not wait for it (``post``)
 
 
 def enabled() -> bool:
@@ -187,12 +188,92 @@ def stop(path: str | os.PathLike[str]) -> None:
         conn.close()
 
 
-def start(path: str | os.PathLike[str]) -> None:
-    """Start a server in the background; it outlives this process."""
+def post(
+    path: str | os.PathLike[str],
+    data_dir: str | os.PathLike[str] | None,
+    args: list[str],
+    body: bytes,
+) -> None:
+    """Hand one event to a running server without waiting for it to be handled.
+
+    For an event no tool waits on (``session_start``: its baseline is taken
+    while the user types). The server handles it before any later request of
+    the same session (posted.py). Raises OSError as ``send``
+    does, while this process must still handle the event itself.
+    """
+    conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        conn.settimeout(READY_TIMEOUT_S)
+        conn.connect(os.fspath(path))
+        conn.sendall(_post_frames(data_dir, args, body))
+        if read_line(conn) != READY:
+            raise ConnectionError("the hook server is busy")
+        conn.sendall(GO)  # from here on the event is the server's
+    finally:
+        conn.close()
+
+
+def _post_frames(data_dir: str | os.PathLike[str] | None, args: list[str], body: bytes) -> bytes:
+    header = "\0".join([data_dir_arg(data_dir), *args]).encode("utf-8", "surrogateescape")
+    return frame(POST) + frame(header) + frame(body)
+
+
+def own(path: str) -> tuple[_socket.socket, int] | None:
+    """The socket bound and the server's lock taken, for a server this process starts.
+
+    (listener, lock descriptor); None when another process holds the lock (a
+    server is running, starting or leaving). Binding here, before the server
+    process exists, means a hook that comes next connects at once instead of
+    finding no socket (and the events it queues are served in order).
+    """
+    import contextlib
+    import fcntl
+
+    lock = os.open(f"{path}.lock", os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(lock)
+        return None
+    listener = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)  # a dead server's: whoever holds the lock owns the name
+        listener.bind(path)
+        listener.listen(64)
+    except OSError:
+        listener.close()
+        os.close(lock)
+        raise
+    return listener, lock
+
+
+def post_first(
+    path: str, data_dir: str | os.PathLike[str] | None, args: list[str], body: bytes
+) -> None:
+    """Queue an event on a socket this process bound (``own``): the server it starts
+    takes it first. Never waits for the server (it does not exist yet)."""
+    conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        conn.settimeout(READY_TIMEOUT_S)  # a body larger than the socket's buffer waits
+        conn.connect(path)
+        conn.sendall(_post_frames(data_dir, args, body) + GO)
+    finally:
+        conn.close()
+
+
+def start(path: str | os.PathLike[str], owned: tuple[_socket.socket, int] | None = None) -> None:
+    """Start a server in the background; it outlives this process.
+
+    ``owned`` (from ``own``): the server serves that socket and holds that lock.
+    """
     import subprocess  # only on this rare path: the hook's start-up stays lean
 
+    fds = () if owned is None else (owned[0].fileno(), owned[1])
     subprocess.Popen(
-        [sys.executable, "-P", "-m", SERVER_MODULE, os.fspath(path)],  # -P: see cwd below
+        # -P: see cwd below
+        [sys.executable, "-P", "-m", SERVER_MODULE, os.fspath(path), *map(str, fds)],
+        pass_fds=fds,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -75,13 +75,98 @@ def _via_server(raw: bytes, data_dir: str | os.PathLike[str] | None, args: list[
     path = client.socket_file(data_dir)
     if path is None:
         return _NOT_SERVED
+    posted = _opens_session(raw, args)
+    for attempt in range(_START_TRIES):
+        try:
+            if posted:
+                client.post(path, data_dir, args, raw)
+                return None  # the server takes the baseline; nothing here waits for it
+            return client.send(path, data_dir, args, raw)
+        except (ConnectionRefusedError, FileNotFoundError):
+            pass  # no server: this hook starts one
+        except OSError:
+            return _NOT_SERVED  # no "ready" in time (it will not handle it), or it died
+        error = _start(path, data_dir, args, raw, posted)
+        if error is not _RETRY:
+            return error
+        if attempt + 1 < _START_TRIES:
+            import time
+
+            time.sleep(_START_RETRY_S)
+    return _NOT_SERVED  # a server is starting or leaving: this event is handled here
+
+
+_NOT_SERVED = "\0not served"
+_RETRY = "\0retry"
+_BAD_INPUT = "snapshotter hook: BadInput:"  # how run_request's message for bad input starts
+# Another process holds the server's lock but its socket took no connection: one
+# about to bind it (microseconds), or one leaving. Tried again this often, then here.
+_START_TRIES = 3
+_START_RETRY_S = 0.02
+
+
+def _start(
+    path: str, data_dir: str | os.PathLike[str] | None, args: list[str], raw: bytes, posted: bool
+) -> str | None:
+    """Start the server on a socket this process binds; the event's outcome.
+
+    A posted event (``session_start``) is queued on the socket before the server
+    exists and this hook returns at once: the server takes the worktree's
+    baseline while the user types. Any other event (a runtime that sends no
+    ``session_start``) is handled here, while the server starts beside it: the
+    tool it precedes must not run before its capture, and this process is
+    already half-way through the imports a new server would need first.
+    """
     try:
-        return client.send(path, data_dir, args, raw)
-    except (ConnectionRefusedError, FileNotFoundError):
-        client.start(path)  # for the next event; this one is handled here
+        owned = client.own(path)
     except OSError:
-        pass  # no "ready" in time (the server will not handle it), or it died: ours now
-    return _NOT_SERVED
+        return _NOT_SERVED
+    if owned is None:
+        return _RETRY
+    listener, lock = owned
+    try:
+        if posted:
+            client.post_first(path, data_dir, args, raw)
+        client.start(path, owned)
+    except OSError:
+        return _NOT_SERVED  # nothing serves that socket: the next hook binds it again
+    finally:
+        listener.close()  # the server holds its own copies of both
+        os.close(lock)
+    return None if posted else _NOT_SERVED
+
+
+_SESSION_START_NAMES = (b"SessionStart", b"sessionStart", b"session_start")
+
+
+def _opens_session(raw: bytes, args: list[str]) -> bool:
+    """Whether the event is a ``session_start`` (posted: no tool waits on it). Read
+    only when its bytes or ``--arg event=`` could name one: JSON costs a hook ms."""
+    said = b" ".join(a.encode("utf-8", "surrogateescape") for a in args)
+    if not any(name in raw or name in said for name in _SESSION_START_NAMES):
+        return False
+    return peek(raw, args)[0] == "session_start"
+
+
+def peek(raw: bytes, args: list[str]) -> tuple[str, str]:
+    """(event, session id) in our names, of whatever runtime sent ``raw``; ("", "")
+    for what is not an event (``run_request`` says why)."""
+    import json
+
+    from snapshotter.hooks.dialects import normalize
+
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return "", ""
+    if not isinstance(data, dict):
+        return "", ""
+    data = normalize(data, _dialect_args(args))
+    event, session = data.get("hook_event_name"), data.get("session_id")
+    return (
+        event if isinstance(event, str) else "",
+        session if isinstance(session, str) else "",
+    )
 
 
 def run_request(

@@ -1,13 +1,16 @@
 """A resident hook server, so an agent event does not pay Python's imports.
 
 ``snapshotter hook`` costs about half a second in a fresh process, almost all
-of it importing pydantic and pygit2. The first hook starts this server in
-the background (and handles its own event in-process); later hooks hand their
-stdin to it over a Unix socket. Each connection gets its own thread, with
-exactly the code path of the in-process hook: events of one worktree are
-serialised by that store's lock, as between processes, and a stuck event
-holds up only its own worktree (issue 13.12). It exits after ``IDLE_S``
-seconds without work. The socket lives in a private (0700) directory and its
+of it importing pydantic and pygit2. The first hook that finds no server
+binds its socket and starts this server in the background (``client.own``,
+``client.start``); later hooks hand their stdin to it over the socket. Each
+connection gets its own thread, with exactly the code path of the in-process
+hook: events of one worktree are serialised by that store's lock, as between
+processes, and a stuck event holds up only its own worktree (issue 13.12).
+The accept loop runs before the imports (``warm_up``): a hook that connects
+meanwhile is told "ready" at once and waits for its answer, not for a timeout.
+When it leaves is lifetime.py's: while a session is open (bounded), else
+after ``IDLE_S`` without work. The socket lives in a private (0700) directory and its
 name covers the code version, interpreter, data directory and the environment
 that git config depends on, so a client never talks to a server that would
 behave differently from itself.
@@ -23,6 +26,15 @@ A client that gets no "ready" in time closes the connection and handles the
 event itself; the server handles nothing it was not told "go" for, so the
 two never both handle one event. Once the client said "go" the event is the
 server's (see ``client.send``).
+
+A posted event (``session_start``: no tool waits on it) starts with a "post"
+frame and gets no answer: its client leaves after "go" (or sends "go" at once,
+on a socket it bound itself before the server existed), so the hook returns
+while the server takes the baseline. The session's later events wait for it
+(posted.py): what a tool's checkpoint starts from is always taken first.
+
+(Over 400 lines: the exchanges above, the threads that serve them and the
+gate a fork waits at are one protocol, read together.)
 
 The server's warm state — its inotify watchers and the stat caches it keeps
 in memory — is one ``Resident`` (store/resident.py), made here and handed
@@ -59,13 +71,15 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
+from snapshotter.hooks.lifetime import Sessions, idle
+from snapshotter.hooks.posted import Order
+
 if TYPE_CHECKING:
     from snapshotter.engine.serving import Resident
 
 # A forked child's work: (the client's frames, its three descriptors) -> exit code.
 CommandRunner = Callable[[list[bytes], list[int]], int]
 
-IDLE_S = 300.0
 MAX_THREADS = 32  # beyond this a client gets no "ready" and handles its event itself
 GO_TIMEOUT_S = 10.0  # a client that said nothing after "ready" has gone
 DRAIN_S = 60.0  # on stop, how long events under way may take to finish
@@ -78,6 +92,8 @@ QUIET_S = 1.5
 # way): its "go" follows at once, so one that stalls is given up on quickly.
 CLI_GO_TIMEOUT_S = 2.0
 MAX_FDS = 3  # stdin, stdout, stderr
+QUIET_WARM_S = 60.0  # how long the CLI's imports wait for a quiet moment, at most
+QUIET_WARM_AFTER_S = 1.0  # a quiet moment: this long since the last request
 
 
 class _Gate:
@@ -121,32 +137,87 @@ class _Server:
         self,
         listener: socket.socket,
         path: Path,
-        resident: Resident,
+        resident: Resident | None = None,
         run_command: CommandRunner | None = None,
         keep_out: tuple[int, ...] = (),
     ) -> None:
+        """``resident``: the warm state, if made already (else ``warm_up`` makes it)."""
         self.listener = listener
         self.path = path
-        self.resident = resident  # the warm state every capture here uses
+        self._resident = resident  # the warm state every capture here uses
+        self.warm = threading.Event()  # set once made (or failed to be)
+        if resident is not None:
+            self.warm.set()
         self.run_command = run_command
         self.keep_out = keep_out  # descriptors a forked child must not hold (the lock file)
         self.gate = _Gate()
+        self.order = Order()
+        self._more: Callable[[], None] | None = None  # imports still to do (``warm_up``)
+        self._more_lock = threading.Lock()
+        self.sessions = Sessions()
         self.stopping = threading.Event()
         self.busy = 0
         self.last_done = time.monotonic()
         self.mutex = threading.Lock()
         self.threads: set[threading.Thread] = set()
 
+    def warm_up(self, more: Callable[[], None] | None) -> None:
+        """Imports and the warm state, beside the accept loop: a hook that connects
+        meanwhile is told "ready" at once and its event waits here, not in its client.
+
+        ``more`` (the CLI commands' imports, ~0.5 s) waits for a quiet moment (no
+        request for QUIET_WARM_AFTER_S): the first event's baseline, and the events
+        of a turn under way, must not share the interpreter with it.
+        """
+        self._more = more  # from now on a CLI request does these itself if need be
+        try:
+            with self.gate.work():  # no fork while a thread imports or preloads
+                from snapshotter.engine.serving import Resident
+
+                self._resident = Resident()
+                _warm_up()
+        finally:
+            self.warm.set()
+        if more is None:
+            return
+        deadline = time.monotonic() + QUIET_WARM_S
+        while time.monotonic() < deadline and not self.stopping.is_set():
+            with self.mutex:
+                if self.busy == 0 and time.monotonic() - self.last_done > QUIET_WARM_AFTER_S:
+                    break
+            time.sleep(_TICK_S / 20)
+        self._warm_more()
+
+    def _warm_more(self) -> None:
+        """The CLI's imports, once; a CLI request calls this before it forks, so no fork
+        happens while this thread imports (the child would find a module lock held)."""
+        with self._more_lock:
+            more, self._more = self._more, None
+            if more is not None:
+                more()
+
+    @property
+    def resident(self) -> Resident:
+        self.warm.wait()
+        if self._resident is None:
+            raise OSError("the hook server could not warm up")
+        return self._resident
+
+    def close(self) -> None:
+        if self._resident is not None:
+            self._resident.close()
+
     def loop(self) -> None:
-        """Accept until stopped, or idle for IDLE_S with nothing under way."""
+        """Accept until stopped, or idle (see ``idle``)."""
         self.listener.settimeout(_TICK_S)
         while not self.stopping.is_set():
             try:
                 conn, _ = self.listener.accept()
             except TimeoutError:
+                now = time.monotonic()
                 with self.mutex:
-                    idle = self.busy == 0 and time.monotonic() - self.last_done > IDLE_S
-                if idle:
+                    busy, since = self.busy, now - self.last_done
+                if idle(busy, since, self.sessions.open(now)):
                     return
                 continue
             except OSError:
@@ -171,66 +242,95 @@ class _Server:
         if full:
             conn.close()  # no "ready": the client handles the event itself
             return
-        thread = threading.Thread(target=self._serve, args=(conn,), daemon=True)
+        number = self.order.admit()
+        thread = threading.Thread(target=self._serve, args=(conn, number), daemon=True)
         self.threads.add(thread)
         thread.start()
 
-    def _serve(self, conn: socket.socket) -> None:
+    def _serve(self, conn: socket.socket, number: int) -> None:
         try:
             with conn:
-                if not self._handle(conn):
+                if not self._handle(conn, number):
                     self.stop()
         finally:
+            self.order.done(number)
             with self.mutex:
                 self.busy -= 1
                 self.last_done = time.monotonic()
             self.threads.discard(threading.current_thread())
 
-    def _handle(self, conn: socket.socket) -> bool:
-        """Serve one request; False when asked to stop."""
-        from snapshotter.hooks.client import READY, read_frame
+    def _handle(self, conn: socket.socket, number: int | None = None) -> bool:
+        """Serve one request (``number``: its place in ``order``); False when asked to stop."""
+        from snapshotter.hooks.client import POST, read_frame
 
+        if number is None:
+            number = self.order.admit()
         conn.settimeout(30.0)
         try:
             header = read_frame(conn)
             if header == b"stop":
                 conn.sendall(b"ok\n")
                 return False
+            posted = header == POST
+            if posted:
+                header = read_frame(conn)
             body = read_frame(conn)
             if header == b"cli":
+                self.order.read(number, None)
                 self._command(conn, body)
             elif header == b"capture":
                 from snapshotter.hooks import remote_capture
 
+                self.order.read(number, None)
                 with self.gate.work():
                     conn.sendall(remote_capture.serve(body, self.resident))
             else:
-                conn.sendall(READY)
-                self._event(conn, header, body)
+                self._event(conn, header, body, number, posted)
         except (OSError, struct.error, ValueError):
             pass  # before "go" the client handles its request itself; after it, it was ours
         return True
 
-    def _event(self, conn: socket.socket, header: bytes, body: bytes) -> None:
+    def _event(
+        self, conn: socket.socket, header: bytes, body: bytes, number: int, posted: bool
+    ) -> None:
+        """One event; a posted one's client is gone once it said "go" (no answer)."""
         from snapshotter.config import data_dir as resolve
-        from snapshotter.hooks.client import GO, read_line
+        from snapshotter.hooks.client import GO, READY, read_line
+        from snapshotter.hooks.command import peek
         from snapshotter.hooks.command import run_request as handle
 
+        data_dir, _, args = header.decode("utf-8", "surrogateescape").partition("\0")
+        arguments = [a for a in args.split("\0") if a]
+        event, session = peek(body, arguments)
+        self.order.read(number, session if posted else None)
+        try:
+            conn.sendall(READY)
+        except OSError:
+            if not posted:
+                raise  # a posted event's "go" came with it: its client may have left
         conn.settimeout(GO_TIMEOUT_S)
         if read_line(conn) != GO:
             return  # the client gave up and handles the event itself
-        conn.settimeout(30.0)
-        data_dir, _, args = header.decode("utf-8", "surrogateescape").partition("\0")
+        self.order.wait_before(number, session)
+        self.sessions.note(event, session)
+        resident = self.resident
         with self.gate.work():
-            arguments = [a for a in args.split("\0") if a]
-            error = handle(body, resolve(data_dir or None), arguments, self.resident)
-        conn.sendall(b"ok\n" if error is None else b"err " + error.encode(errors="replace") + b"\n")
+            error = handle(body, resolve(data_dir or None), arguments, resident)
+        self.order.done(number)  # (before the answer: the next event may go on)
+        if not posted:
+            conn.settimeout(30.0)
+            conn.sendall(
+                b"ok\n" if error is None else b"err " + error.encode(errors="replace") + b"\n"
+            )
 
     def _command(self, conn: socket.socket, body: bytes) -> None:
         """Run a CLI command in a forked child (see the module doc)."""
         from snapshotter.hooks.client import COLD, GO, READY, split_frames
 
-        if self.run_command is None or not self.gate.close(QUIET_S):
+        if self.run_command is None:
+            return
+        self._warm_more()
+        if not self.gate.close(QUIET_S):
             return  # no "ready": the client runs the command itself
         fds: list[int] = []
         pid = 0
@@ -294,24 +394,33 @@ def serve(
     sock_path: Path,
     run_command: CommandRunner | None = None,
     warm_up: Callable[[], None] | None = None,
+    owned: tuple[int, int] | None = None,
 ) -> None:
     """Serve hook events (and, given ``run_command``, CLI commands) until idle.
 
     ``warm_up`` imports what the commands need; it runs once this process owns
     the socket, so the servers a burst of first hooks starts at once do not all
-    pay for imports only one of them will use.
+    pay for imports only one of them will use. ``owned``: the listening socket
+    and the lock a hook took for this server (``client.own``), as descriptors;
+    without them the server takes the lock and binds the socket itself.
     """
     lock_path = f"{sock_path}.lock"
-    lock = open(lock_path, "w")  # noqa: SIM115 - held for the process's life
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        lock.close()
-        return  # another server already owns this socket (and its lock file)
+    if owned is None:
+        lock = os.open(lock_path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(lock)
+            return  # another server already owns this socket (and its lock file)
+        listener = None
+    else:
+        listener = socket.socket(fileno=owned[0])
+        lock = owned[1]
+        os.set_inheritable(lock, False)
     _exit_on_signals()
     os.umask(0o077)  # as in the hook process: store files private (it never restores)
     try:
-        _run(sock_path, run_command, (lock.fileno(),), warm_up)
+        _run(sock_path, listener, run_command, (lock,), warm_up)
     finally:
         # Every way out (idle, stop, SIGTERM, an exception) leaves nothing behind
         # in the runtime directory (issue 13.16). The socket goes first, while we
@@ -320,34 +429,34 @@ def serve(
             os.unlink(sock_path)
         with contextlib.suppress(OSError):
             os.unlink(lock_path)
-        lock.close()
+        os.close(lock)
 
 
 def _run(
     sock_path: Path,
+    listener: socket.socket | None,
     run_command: CommandRunner | None,
     keep_out: tuple[int, ...],
     warm_up: Callable[[], None] | None,
 ) -> None:
-    from snapshotter.engine.serving import Resident
-
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(sock_path)
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    # This process captures the same worktrees again and again: it watches them.
-    with listener, Resident() as resident:
+    if listener is None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(sock_path)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(str(sock_path))
         listener.listen(64)
-        _warm_up()
-        if warm_up is not None:
-            warm_up()
-        server = _Server(listener, sock_path, resident, run_command, keep_out)
+    os.set_inheritable(listener.fileno(), False)
+    # This process captures the same worktrees again and again: it watches them.
+    server = _Server(listener, sock_path, None, run_command, keep_out)
+    with listener:
+        threading.Thread(target=server.warm_up, args=(warm_up,), daemon=True).start()
         try:
             server.loop()
         finally:
             with contextlib.suppress(OSError):
                 os.unlink(sock_path)  # no new client connects while we drain
             server.drain()
+            server.close()
 
 
 def _receive_fds(conn: socket.socket) -> tuple[bytes, list[int]]:
@@ -380,5 +489,10 @@ def _warm_up() -> None:
     warm_up()
 
 
+def owned_fds(argv: list[str]) -> tuple[int, int] | None:
+    """The listener and lock descriptors ``client.start`` passes after the socket path."""
+    return (int(argv[0]), int(argv[1])) if len(argv) >= 2 else None
+
+
 if __name__ == "__main__":
-    serve(Path(sys.argv[1]))
+    serve(Path(sys.argv[1]), owned=owned_fds(sys.argv[2:]))

@@ -27,6 +27,9 @@ EXPECTED_FIGURES = {
     "nochange",
     "nochange_served",
     "hook_first",
+    "hook_first_prompt",
+    "hook_first_now",
+    "hook_alone",
     "hook",
     "hook_edit10",
     "undo10",
@@ -56,7 +59,9 @@ SUMMARY = {
     "store_first": "ref_store_first",
     "nochange": "ref_nochange",
     "nochange_served": "ref_nochange",
-    "hook_first": "ref_nochange",
+    "hook_first": "floor",
+    "hook_first_prompt": "floor",
+    "hook_first_now": "floor",
     "hook_edit10": "ref_edit10",
     "undo10": "ref_revert10",
     "redo10": "ref_redo10",
@@ -71,6 +76,8 @@ PROCESS_FIGURES = {
     "nochange",
     "nochange_served",
     "hook_first",
+    "hook_first_prompt",
+    "hook_first_now",
     "hook_edit10",
     "undo10",
     "redo10",
@@ -92,6 +99,8 @@ def bench(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str],
             str(out),
             "--tmp-dir",
             str(tmp_path / "tmp"),
+            "--typing-pause",
+            "0",
             *args,
         ],
         cwd=REPO_ROOT,
@@ -157,8 +166,11 @@ def check_summary(document: dict[str, Any], label: str, checkpoints: bool = Fals
     mcp = {r["key"]: r["median"] for r in document["rows"] if r["size"] == label}
     assert 0 < mcp["mcp_start"] <= mcp["mcp_tools"], f"start-up comes before tools/list: {mcp}"
     assert 0 < mcp["mcp_rss"] <= mcp["mcp_hwm"], f"the MCP server's VmRSS above its VmHWM: {mcp}"
-    # A hook handled by the server is a small process; one that did the work itself is not.
-    assert rows["hook_edit10"]["ours_rss_mb"] < rows["hook_first"]["ours_rss_mb"], rows
+    # A hook handled by the server is a small process; one that did the work itself is not,
+    # and a session_start with no server running asks for one and does none of it.
+    alone = {r["key"]: r for r in document["rows"] if r["size"] == label}["hook_alone"]
+    assert rows["hook_edit10"]["ours_rss_mb"] < alone["peak_rss_mb"], (rows, alone)
+    assert rows["hook_first"]["ours_rss_mb"] < alone["peak_rss_mb"], (rows, alone)
     keys = {r["key"] for r in document["rows"] if r["size"] == label}
     missing = (
         EXPECTED_FIGURES
@@ -193,7 +205,8 @@ def test_runner_measures_every_figure_on_a_synthetic_tree_and_a_worktree_copy(
         "bytes seeded from the source",
         "`snapshotter capture` no change, no server",
         "`snapshotter capture` no change, server running",
-        "hook, no server (first event)",
+        "session_start, no server",
+        "first prompt after session_start, no server",
         "hook with server, 10 files edited",
         "`undo` of a 10-file turn",
         "`redo` / reference redo",
