@@ -182,6 +182,7 @@ class Snapshot:
                 excluded=options.excluded,
                 max_files=options.max_files,
                 on_dir=on_dir,
+                changed_files=watched.last.changed,
             )
             if result is not None:
                 return result

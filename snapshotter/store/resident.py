@@ -76,7 +76,7 @@ class Resident:
             last = None  # an ignore rule or the source index changed: walk everything
         if last is not None:
             root, scan = str(worktree.root), last.scan
-            last.dirty.update(_swept(root, scan) if watcher.sweep else _relinked(root, scan))
+            last.changed.update(_swept(root, scan) if watcher.sweep else _relinked(root, scan))
             return Watched(watcher, key, last, last.files, last.env)
         files = _rule_files(worktree)
         return Watched(watcher, key, None, files, _signatures(files))  # before the walk
@@ -144,7 +144,7 @@ class Watched:
     @property
     def unchanged(self) -> bool:
         """Nothing happened since the last walk: its tree is this capture's."""
-        return self.last is not None and not self.last.dirty
+        return self.last is not None and not self.last.dirty and not self.last.changed
 
     def again(self) -> None:
         """Keep the last walk for the next capture (this one changed nothing)."""
@@ -163,31 +163,30 @@ class Watched:
 
 
 def _relinked(root: str, last: ScanResult) -> set[str]:
-    """Directories of hard-linked files changed through another name (no event here)."""
-    found = set()
+    """Hard-linked files changed through another name (no event here)."""
     entries = last.entries
-    for rel in last.linked:
-        path = os.path.join(root, rel)
-        if Signature.at(path) != entries.get(rel, (0,))[1:]:
-            found.add(os.path.dirname(path))
-    return found
+    return {
+        rel
+        for rel in last.linked
+        if Signature.at(os.path.join(root, rel)) != entries.get(rel, (0,))[1:]
+    }
 
 
 def _swept(root: str, last: ScanResult) -> set[str]:
-    """Directories where any file's stat data moved since ``last``, by stat alone
-    (files without watches of their own, watch.py).
+    """Files whose stat data moved since ``last``, by stat alone (files without
+    watches of their own, watch.py).
 
     Directory by directory through an open descriptor: each stat resolves one
     name, not the whole path (a third off at 500k files).
     """
-    found = set()
+    found: set[str] = set()
     entries, lstat = last.entries, os.lstat
     for directory, paths in walk_index(last).files.items():
         where = os.path.join(root, directory) if directory else root
         try:
             fd = os.open(where, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except OSError:
-            found.add(where)  # gone or replaced: its directory event says so too
+            found.update(paths)  # gone or replaced: each is looked at (and its directory)
             continue
         cut = len(directory) + 1 if directory else 0
         try:
@@ -205,8 +204,7 @@ def _swept(root: str, last: ScanResult) -> set[str]:
                 except OSError:
                     now = None
                 if now != entries.get(rel, (0,))[1:]:
-                    found.add(where)
-                    break
+                    found.add(rel)
         finally:
             os.close(fd)
     return found

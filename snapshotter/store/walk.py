@@ -144,8 +144,12 @@ def rescan(
     excluded: frozenset[str] = frozenset(),
     max_files: int | None = None,
     on_dir: Callable[[str], None] | None = None,
+    changed_files: Collection[str] = (),
 ) -> ScanResult | None:
-    """``last`` (a watched walk) with only ``changed_dirs`` (relative) listed again.
+    """``last`` (a watched walk) with only ``changed_dirs`` (relative) listed again,
+    and ``changed_files`` (relative: files whose directory listing did not change)
+    each stat'ed again alone; one that is no longer a plain file or link of the
+    walk has its directory listed again instead.
 
     Correct only when nothing else changed: no ignore-rule file, no index, no
     directory moved (the watcher's job to know). A new subdirectory is walked
@@ -166,11 +170,11 @@ def rescan(
     walker = _Walker(tree, previous, max_new_file_size, excluded)
     walker.max_files = max_files
     walker.on_dir = on_dir
+    touched = _restat(walker, last, changed_files, redo)
     for d in redo:
         if d and os.path.lexists(os.path.join(walker.root, d, ".git")):
             return None
     found = index(last)
-    touched: set[str] = set()
     for d in redo:
         for rel in found.files.pop(d, ()):
             del last.entries[rel]
@@ -211,6 +215,51 @@ def rescan(
     if max_files is not None and len(last.entries) > max_files:
         raise TooManyFiles(max_files)
     return last
+
+
+def _restat(walker: _Walker, last: ScanResult, rels: Collection[str], redo: set[str]) -> set[str]:
+    """Each of ``rels`` stat'ed again in ``last``, in place; the paths updated.
+
+    A file whose directory listing did not change keeps its name, kind, ignore
+    rules and tracked state: only its stat data can have moved. One that went,
+    is no longer a plain file or link, was not in the walk (skipped, or not
+    known to be ignored), or is past the size limit for new files has its
+    directory put in ``redo``: the listing decides.
+    """
+    touched: set[str] = set()
+    entries, linked, root = last.entries, last.linked, walker.root
+    plain = walker.keep is None  # kept ignored files also have a size limit: list them
+    for rel in rels:
+        parent = rel.rpartition("/")[0]
+        if parent in redo or parent not in last.dirs:
+            continue  # listed again anyway, or not walked (ignored)
+        if rel not in entries:
+            if not (plain and rel in last.ignored):  # ignored stays so while the rules do
+                redo.add(parent)
+            continue
+        try:
+            st = os.lstat(os.path.join(root, rel))
+        except OSError:
+            redo.add(parent)
+            continue
+        kind = st.st_mode & _S_IFMT
+        if kind == _S_IFREG:
+            mode = MODE_EXEC if st.st_mode & _S_IXUSR else MODE_FILE
+        elif kind == _S_IFLNK:
+            mode = MODE_LINK
+        else:
+            redo.add(parent)
+            continue
+        if not plain or (st.st_size > walker.limit and rel not in walker.previous):
+            redo.add(parent)
+            continue
+        entries[rel] = (mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+        if st.st_nlink > 1:
+            linked.add(rel)
+        else:
+            linked.discard(rel)
+        touched.add(rel)
+    return touched
 
 
 def _drop_subtree(result: ScanResult, found: DirIndex, rel: str, touched: set[str]) -> None:

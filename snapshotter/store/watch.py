@@ -68,6 +68,8 @@ _IN_ISDIR = 0x40000000
 _IN_ONLYDIR = 0x1000000
 _FILE_MASK = 0x4 | 0x2000000  # IN_ATTRIB | IN_DONT_FOLLOW: link counts, on the inode itself
 _IN_DONT_FOLLOW = 0x2000000
+# Events that change what a directory lists: it is listed again.
+_LISTING = 0x40 | 0x80 | 0x100 | 0x200 | 0x400  # IN_MOVED_*, IN_CREATE, IN_DELETE(_SELF)
 _IN_NONBLOCK = os.O_NONBLOCK
 _IN_CLOEXEC = 0o2000000
 _MASK = (
@@ -123,6 +125,9 @@ class Remembered:
     tree: str
     scan: ScanResult  # the walk itself, for scan.rescan
     dirty: set[str] = field(default_factory=set)
+    # Files (relative paths) whose bytes or attributes changed since, in a directory
+    # whose listing did not: each is looked at again alone (walk.py's ``rescan``).
+    changed: set[str] = field(default_factory=set)
     files_watched: bool = False  # every file of ``scan`` has its own watch
     # The capture's side (store/capture.py): the manifest state it wrote, and the
     # paths its next capture compares whatever changed (racily clean, unread).
@@ -209,9 +214,8 @@ class Watcher:
                 continue
             if mask & _IN_IGNORED:  # the watch went with its directory (or was dropped)
                 where = self._paths.pop(wd, None)
-                for memory in self._memory.values():
-                    if where is not None:
-                        memory.dirty.add(where)
+                if where is not None:
+                    self._mark(where)
                 continue
             where = self._paths.get(wd)
             if (
@@ -223,25 +227,38 @@ class Watcher:
                 # Lost events, a moved directory (every path below it is
                 # stale) or new ignore rules: only a full walk is right.
                 self._memory.clear()
-                continue
-            for memory in self._memory.values():
-                memory.dirty.add(where)
+            elif not name or mask & _LISTING:
+                self._mark(where)  # the directory itself, or its entries, changed
+            elif mask & _IN_ISDIR:
+                self._mark(os.path.join(where, os.fsdecode(name)))  # a subdirectory's mode
+            else:
+                self._mark_file(self._rel_in(where, name))
+
+    def _mark(self, directory: str) -> None:
+        """List ``directory`` (absolute) again at the next capture of every walk."""
+        for memory in self._memory.values():
+            memory.dirty.add(directory)
+
+    def _mark_file(self, rel: str) -> None:
+        """Look at file ``rel`` again, alone, at the next capture of every walk."""
+        for memory in self._memory.values():
+            memory.changed.add(rel)
+
+    def _rel_in(self, directory: str, name: bytes) -> str:
+        # Decoded as the walk decodes names (os.scandir: the filesystem encoding).
+        parent, decoded = self.relative(directory), os.fsdecode(name)
+        return f"{parent}/{decoded}" if parent else decoded
 
     def _file_event(self, wd: int, mask: int) -> None:
-        """A file's own watch fired: its link count or attributes changed (or it went)."""
+        """A file's own watch fired: its link count, attributes or bytes changed (or it
+        went): its stat data is taken again, and a new link count makes it linked."""
         rels = self._files[wd]
         if mask & _IN_IGNORED:
             del self._files[wd]
             for rel in rels:
                 self._file_inodes.pop(rel, None)  # watched again when next seen
         for rel in rels:
-            where = self._absolute_dir(rel)
-            for memory in self._memory.values():
-                memory.dirty.add(where)
-
-    def _absolute_dir(self, rel: str) -> str:
-        parent = rel.rpartition("/")[0]
-        return os.path.join(self.root, parent) if parent else self.root
+            self._mark_file(rel)
 
     def watch_files(self, answer: Remembered) -> None:
         """Give every file of ``answer``'s walk a watch of its own (see the module doc):
@@ -273,7 +290,7 @@ class Watcher:
             self._files.setdefault(wd, set()).add(rel)
             inodes[rel] = st[4]
             if Signature.at(path) != st[1:]:  # None (gone) too
-                answer.dirty.add(self._absolute_dir(rel))
+                answer.changed.add(rel)
         self._recheck_racy_links(answer)
         answer.files_watched = not self.broken
 
@@ -291,7 +308,7 @@ class Watcher:
         for rel in swept if self.sweep else answer.scan.linked:
             st = entries.get(rel)
             if st is not None and now - st[2] < RACY_WINDOW_NS:
-                answer.dirty.add(self._absolute_dir(rel))
+                answer.changed.add(rel)
 
     def _watch_failed(self, path: str) -> None:
         import ctypes

@@ -103,6 +103,7 @@ def plain_capture(engine: Engine) -> str:
         ("dir-rename", True),
         ("gitignore", True),
         ("dir-to-file", False),
+        ("file-to-dir", False),
     ],
 )
 def test_every_kind_of_change_is_seen(
@@ -132,6 +133,9 @@ def test_every_kind_of_change_is_seen(
         os.rename(root / "src/sub", root / "moved")
     elif change == "gitignore":
         write(root, "src/.gitignore", "*.py\n")
+    elif change == "file-to-dir":
+        os.unlink(root / "src/b.py")
+        write(root, "src/b.py/inside.txt", "now a directory\n")
     else:
         shutil.rmtree(root / "src/sub")
         write(root, "src/sub", "now a file\n")
@@ -428,3 +432,94 @@ def test_out_of_watches_for_files_only_means_a_sweep(
     outside.write_text("through another name\n")
     assert blob_at(engine, engine.capture().tree, "a.txt") == b"through another name\n"
     assert walks.count == 1
+
+
+class Listings:
+    """Counts the directories each capture lists (``_Walker._visit``; the real one runs)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.dirs: list[str] = []
+        real = scan_mod._Walker._visit
+
+        def visit(walker: scan_mod._Walker, d: scan_mod._Dir) -> list[scan_mod._Dir]:
+            self.dirs.append(d.rel)
+            return real(walker, d)
+
+        monkeypatch.setattr(scan_mod._Walker, "_visit", visit)
+
+
+@pytest.fixture
+def big(engine: Engine) -> Path:
+    """A directory of a few hundred files beside the engine's, captured once."""
+    for i in range(300):
+        write(engine.root, f"big/f{i:03}.txt", f"file {i}\n")
+    write(engine.root, "big/keep.log", "ignored\n")
+    engine.capture()
+    return engine.root / "big"
+
+
+def test_an_edit_looks_at_the_files_inotify_named_not_their_directory(
+    engine: Engine, big: Path, walks: Walks, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 24.1: a 10-file turn in a directory of thousands costs ten stats."""
+    listings = Listings(monkeypatch)
+    with open(big / "f007.txt", "a") as f:
+        f.write("appended\n")
+    (big / "f123.txt").write_text("rewritten in place\n")
+    os.chmod(big / "f200.txt", 0o755)
+    with open(big / "keep.log", "a") as f:  # an ignored file: nothing to do
+        f.write("more\n")
+    tree = engine.capture().tree
+    assert listings.dirs == [], "no directory listed again"
+    assert walks.count == 0 and walks.partial == 1
+    assert blob_at(engine, tree, "big/f007.txt") == b"file 7\nappended\n"
+    assert blob_at(engine, tree, "big/f123.txt") == b"rewritten in place\n"
+    assert engine.entry(tree, "big/f200.txt") is not None
+    assert engine.entry(tree, "big/f200.txt").mode == 0o100755  # type: ignore[union-attr]
+    assert tree == plain_capture(engine)
+
+
+def test_a_new_file_in_a_large_directory_lists_it_again(
+    engine: Engine, big: Path, walks: Walks, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    listings = Listings(monkeypatch)
+    (big / "new.txt").write_text("new\n")
+    os.rename(big / "f001.txt", big / "renamed.txt")
+    tree = engine.capture().tree
+    assert listings.dirs == ["big"], "entries came and went: the listing decides"
+    assert blob_at(engine, tree, "big/new.txt") == b"new\n"
+    assert blob_at(engine, tree, "big/renamed.txt") == b"file 1\n"
+    assert blob_at(engine, tree, "big/f001.txt") is None
+    assert tree == plain_capture(engine)
+
+
+def test_a_racy_rewrite_is_read_again_though_its_stat_data_did_not_move(
+    engine: Engine, big: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Written within the clock's granularity of the capture: the stat data cannot tell."""
+    path = big / "f050.txt"
+    path.write_text("racy one\n")
+    engine.capture()  # right after the write: its stat data is not trusted
+    frozen = os.lstat(path)
+    path.write_text("racy two\n")  # same size; as if within the same clock tick
+    real = os.lstat
+
+    def lstat(target: object, *args: object, **kwargs: object) -> os.stat_result:
+        return frozen if str(target) == str(path) else real(target, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "lstat", lstat)
+    assert blob_at(engine, engine.capture().tree, "big/f050.txt") == b"racy two\n"
+
+
+def test_lost_events_mean_a_full_walk(
+    engine: Engine, big: Path, walks: Walks, resident: Resident
+) -> None:
+    """IN_Q_OVERFLOW: the kernel dropped events, nothing remembered can be trusted."""
+    watcher = watcher_of(resident, engine)
+    assert watcher is not None
+    (big / "f010.txt").write_text("changed\n")
+    watcher.poll()
+    watcher._absorb(watch._EVENT.pack(-1, watch._IN_Q_OVERFLOW, 0, 0))
+    tree = engine.capture().tree
+    assert walks.count == 1, "walked everything again"
+    assert blob_at(engine, tree, "big/f010.txt") == b"changed\n"
