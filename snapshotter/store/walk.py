@@ -90,6 +90,18 @@ def index(result: ScanResult) -> DirIndex:
     return result.index
 
 
+class _Named:
+    """One directory entry looked at alone, shaped as ``os.DirEntry`` for ``_entries``."""
+
+    __slots__ = ("_st", "name", "path")
+
+    def __init__(self, name: str, path: str, st: os.stat_result) -> None:
+        self.name, self.path, self._st = name, path, st
+
+    def stat(self, *, follow_symlinks: bool = True) -> os.stat_result:
+        return self._st
+
+
 @dataclass(frozen=True)
 class _Dir:
     rel: str
@@ -147,9 +159,8 @@ def rescan(
     changed_files: Collection[str] = (),
 ) -> ScanResult | None:
     """``last`` (a watched walk) with only ``changed_dirs`` (relative) listed again,
-    and ``changed_files`` (relative: files whose directory listing did not change)
-    each stat'ed again alone; one that is no longer a plain file or link of the
-    walk has its directory listed again instead.
+    and ``changed_files`` (relative paths of entries written, created, deleted or
+    renamed: not directories) each looked at again alone (``_named``).
 
     Correct only when nothing else changed: no ignore-rule file, no index, no
     directory moved (the watcher's job to know). A new subdirectory is walked
@@ -170,11 +181,11 @@ def rescan(
     walker = _Walker(tree, previous, max_new_file_size, excluded)
     walker.max_files = max_files
     walker.on_dir = on_dir
-    touched = _restat(walker, last, changed_files, redo)
+    found = index(last)
+    touched = _named(walker, last, found, changed_files, redo)
     for d in redo:
         if d and os.path.lexists(os.path.join(walker.root, d, ".git")):
             return None
-    found = index(last)
     for d in redo:
         for rel in found.files.pop(d, ()):
             del last.entries[rel]
@@ -217,48 +228,42 @@ def rescan(
     return last
 
 
-def _restat(walker: _Walker, last: ScanResult, rels: Collection[str], redo: set[str]) -> set[str]:
-    """Each of ``rels`` stat'ed again in ``last``, in place; the paths updated.
+def _named(
+    walker: _Walker, last: ScanResult, found: DirIndex, rels: Collection[str], redo: set[str]
+) -> set[str]:
+    """Each of ``rels`` looked at again alone, as its directory's listing would see it.
 
-    A file whose directory listing did not change keeps its name, kind, ignore
-    rules and tracked state: only its stat data can have moved. One that went,
-    is no longer a plain file or link, was not in the walk (skipped, or not
-    known to be ignored), or is past the size limit for new files has its
-    directory put in ``redo``: the listing decides.
+    The watcher names the entries that changed (written, created, deleted,
+    renamed) in directories that are not listed again: each is taken out of
+    ``last`` and, if it is there now, put back through the walk's own loop
+    (``_Walker._entries``: the same ignore rules, size limit and kinds). A
+    directory where a name is now a directory (or a repository) goes into
+    ``redo`` instead: its listing decides. The paths taken out are returned;
+    what is put back is in ``walker.result``.
     """
-    touched: set[str] = set()
-    entries, linked, root = last.entries, last.linked, walker.root
-    plain = walker.keep is None  # kept ignored files also have a size limit: list them
+    by_dir: dict[str, list[str]] = {}
     for rel in rels:
-        parent = rel.rpartition("/")[0]
-        if parent in redo or parent not in last.dirs:
-            continue  # listed again anyway, or not walked (ignored)
-        if rel not in entries:
-            if not (plain and rel in last.ignored):  # ignored stays so while the rules do
-                redo.add(parent)
+        parent, _, name = rel.rpartition("/")
+        if parent not in redo and parent in last.dirs:  # else listed anyway, or not walked
+            by_dir.setdefault(parent, []).append(name)
+    touched: set[str] = set()
+    for d, names in by_dir.items():
+        found_now = walker.look(last.dirs[d], names)
+        if found_now is None:
+            redo.add(d)
             continue
-        try:
-            st = os.lstat(os.path.join(root, rel))
-        except OSError:
-            redo.add(parent)
-            continue
-        kind = st.st_mode & _S_IFMT
-        if kind == _S_IFREG:
-            mode = MODE_EXEC if st.st_mode & _S_IXUSR else MODE_FILE
-        elif kind == _S_IFLNK:
-            mode = MODE_LINK
-        else:
-            redo.add(parent)
-            continue
-        if not plain or (st.st_size > walker.limit and rel not in walker.previous):
-            redo.add(parent)
-            continue
-        entries[rel] = (mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-        if st.st_nlink > 1:
-            linked.add(rel)
-        else:
-            linked.discard(rel)
-        touched.add(rel)
+        prefix = d + "/" if d else ""
+        files = found.files.get(d)
+        for name in names:
+            rel = prefix + name
+            if last.entries.pop(rel, None) is not None:
+                touched.add(rel)
+                if files is not None:
+                    files.discard(rel)
+            last.skipped.pop(rel, None)
+            last.linked.discard(rel)
+            last.ignored.discard(rel)
+        walker.add(found_now)
     return touched
 
 
@@ -357,6 +362,10 @@ class _Walker:
             d = self._nested(d)
             if self.on_dir is not None:
                 self.result.dirs[d.rel] = d
+        return self._entries(self._here(d, dir_abs, present), entries)
+
+    def _here(self, d: _Dir, dir_abs: str, present: bool) -> _Dir:
+        """``d`` (as entered) with its own ``.gitignore`` applied (``present``: listed)."""
         rules = d.rules
         if not d.ignored:
             ctx_rel = d.ctx.rel(d.rel)
@@ -366,8 +375,43 @@ class _Walker:
             ):
                 gitignore = d.ctx.gitignore_lines(dir_abs, ctx_rel, present)
                 rules = rules.with_gitignore(ctx_rel, gitignore)
-        here = _Dir(d.rel, d.ctx, rules, d.ignored, d.kept)
-        return self._entries(here, entries)
+        return _Dir(d.rel, d.ctx, rules, d.ignored, d.kept)
+
+    def look(self, d: _Dir, names: list[str]) -> ScanResult | None:
+        """Entries ``names`` of directory ``d`` (as entered), as its listing would record
+        them, in a result of their own; None when one is a directory now, or ``d`` a
+        repository of its own (list it again)."""
+        dir_abs = os.path.join(self.root, d.rel) if d.rel else self.root
+        if d.rel != d.ctx.prefix and os.path.lexists(os.path.join(dir_abs, ".git")):
+            return None
+        found: list[_Named] = []
+        for name in names:
+            path = os.path.join(dir_abs, name)
+            try:
+                st = os.lstat(path)
+            except FileNotFoundError:
+                continue  # gone: taken out, nothing to put back
+            except OSError:
+                return None
+            if name == ".git" or st.st_mode & _S_IFMT == _S_IFDIR:
+                return None
+            found.append(_Named(name, path, st))
+        outer, self.result = self.result, ScanResult()
+        try:
+            present = os.path.lexists(os.path.join(dir_abs, ".gitignore"))
+            if self._entries(self._here(d, dir_abs, present), found):  # type: ignore[arg-type]
+                return None
+            return self.result
+        finally:
+            self.result = outer
+
+    def add(self, other: ScanResult) -> None:
+        """Take ``other``'s files (from ``look``) into this walk's result."""
+        result = self.result
+        result.entries.update(other.entries)
+        result.skipped.update(other.skipped)
+        result.linked |= other.linked
+        result.ignored |= other.ignored
 
     def _entries(self, d: _Dir, entries: list[os.DirEntry[str]]) -> list[_Dir]:
         """Record the files of one listing; its subdirectories to walk.

@@ -68,8 +68,8 @@ _IN_ISDIR = 0x40000000
 _IN_ONLYDIR = 0x1000000
 _FILE_MASK = 0x4 | 0x2000000  # IN_ATTRIB | IN_DONT_FOLLOW: link counts, on the inode itself
 _IN_DONT_FOLLOW = 0x2000000
-# Events that change what a directory lists: it is listed again.
-_LISTING = 0x40 | 0x80 | 0x100 | 0x200 | 0x400  # IN_MOVED_*, IN_CREATE, IN_DELETE(_SELF)
+# Events that change what a directory lists (for a subdirectory: it is listed again).
+_LISTING = 0x100 | 0x200  # IN_CREATE, IN_DELETE
 _IN_NONBLOCK = os.O_NONBLOCK
 _IN_CLOEXEC = 0o2000000
 _MASK = (
@@ -125,8 +125,9 @@ class Remembered:
     tree: str
     scan: ScanResult  # the walk itself, for scan.rescan
     dirty: set[str] = field(default_factory=set)
-    # Files (relative paths) whose bytes or attributes changed since, in a directory
-    # whose listing did not: each is looked at again alone (walk.py's ``rescan``).
+    # Entries (relative paths, not directories) written, created, deleted or renamed
+    # since: each is looked at again alone (walk.py's ``rescan``), its directory
+    # not listed again.
     changed: set[str] = field(default_factory=set)
     files_watched: bool = False  # every file of ``scan`` has its own watch
     # The capture's side (store/capture.py): the manifest state it wrote, and the
@@ -227,12 +228,12 @@ class Watcher:
                 # Lost events, a moved directory (every path below it is
                 # stale) or new ignore rules: only a full walk is right.
                 self._memory.clear()
-            elif not name or mask & _LISTING:
-                self._mark(where)  # the directory itself, or its entries, changed
+            elif not name or (mask & _IN_ISDIR and mask & _LISTING):
+                self._mark(where)  # the directory itself changed, or a subdirectory came or went
             elif mask & _IN_ISDIR:
                 self._mark(os.path.join(where, os.fsdecode(name)))  # a subdirectory's mode
             else:
-                self._mark_file(self._rel_in(where, name))
+                self._mark_file(self._rel_in(where, name))  # one entry: written, came or went
 
     def _mark(self, directory: str) -> None:
         """List ``directory`` (absolute) again at the next capture of every walk."""

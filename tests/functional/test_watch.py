@@ -479,17 +479,52 @@ def test_an_edit_looks_at_the_files_inotify_named_not_their_directory(
     assert tree == plain_capture(engine)
 
 
-def test_a_new_file_in_a_large_directory_lists_it_again(
+def test_files_that_come_and_go_in_a_large_directory_are_looked_at_by_name(
     engine: Engine, big: Path, walks: Walks, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A restore writes through a temp file renamed over the target: names, not listings."""
     listings = Listings(monkeypatch)
     (big / "new.txt").write_text("new\n")
     os.rename(big / "f001.txt", big / "renamed.txt")
+    os.unlink(big / "f002.txt")
+    (big / ".tmp-f003").write_text("replaced\n")
+    os.rename(big / ".tmp-f003", big / "f003.txt")
+    (big / "new.log").write_text("ignored\n")
+    os.symlink("f004.txt", big / "link")
     tree = engine.capture().tree
-    assert listings.dirs == ["big"], "entries came and went: the listing decides"
+    assert listings.dirs == [], "no directory listed again"
     assert blob_at(engine, tree, "big/new.txt") == b"new\n"
     assert blob_at(engine, tree, "big/renamed.txt") == b"file 1\n"
     assert blob_at(engine, tree, "big/f001.txt") is None
+    assert blob_at(engine, tree, "big/f002.txt") is None
+    assert blob_at(engine, tree, "big/f003.txt") == b"replaced\n"
+    assert blob_at(engine, tree, "big/new.log") is None
+    assert blob_at(engine, tree, "big/link") == b"f004.txt"
+    assert tree == plain_capture(engine)
+
+
+def test_the_size_limit_for_new_files_holds_for_names_looked_at_alone(
+    engine: Engine, big: Path, data_dir: Path, resident: Resident, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    small = open_engine(engine.root, data_dir, max_new_file_size=1000, resident=resident)
+    small.capture()
+    listings = Listings(monkeypatch)
+    (big / "huge.bin").write_bytes(b"x" * 2000)
+    assert blob_at(small, small.capture().tree, "big/huge.bin") is None, "too large: skipped"
+    (big / "huge.bin").write_bytes(b"small now\n")
+    assert blob_at(small, small.capture().tree, "big/huge.bin") == b"small now\n"
+    assert listings.dirs == []
+
+
+def test_a_name_that_became_a_directory_lists_its_directory_again(
+    engine: Engine, big: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    listings = Listings(monkeypatch)
+    os.unlink(big / "f005.txt")
+    write(big, "f005.txt/inside.txt", "now a directory\n")
+    tree = engine.capture().tree
+    assert "big" in listings.dirs
+    assert blob_at(engine, tree, "big/f005.txt/inside.txt") == b"now a directory\n"
     assert tree == plain_capture(engine)
 
 
