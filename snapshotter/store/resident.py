@@ -34,6 +34,9 @@ Forward = Callable[[bytes], "bytes | None"]
 # Files with other hard links are re-checked by stat on every watched capture
 # (a write through another name raises no event here); past this, just walk.
 MAX_LINKED = 1000
+# Files without watches of their own (more than the user's inotify allowance) a
+# capture stats, round robin: all of them up to this many (0.1 s), else this share.
+SWEEP_PER_CAPTURE = 65536
 MAX_WATCHERS = 8  # one inotify instance each; the kernel allows 128 per user
 
 
@@ -76,7 +79,9 @@ class Resident:
             last = None  # an ignore rule or the source index changed: walk everything
         if last is not None:
             root, scan = str(worktree.root), last.scan
-            last.changed.update(_swept(root, scan) if watcher.sweep else _relinked(root, scan))
+            last.changed.update(_relinked(root, scan))
+            if watcher.sweep:
+                last.changed.update(_swept(root, scan, watcher))
             return Watched(watcher, key, last, last.files, last.env)
         files = _rule_files(worktree)
         return Watched(watcher, key, None, files, _signatures(files))  # before the walk
@@ -172,16 +177,28 @@ def _relinked(root: str, last: ScanResult) -> set[str]:
     }
 
 
-def _swept(root: str, last: ScanResult) -> set[str]:
-    """Files whose stat data moved since ``last``, by stat alone (files without
-    watches of their own, watch.py).
+def _swept(root: str, last: ScanResult, watcher: watch.Watcher) -> set[str]:
+    """Files whose stat data moved since ``last``, by stat alone, for files without
+    watches of their own (watch.py): every file, or SWEEP_PER_CAPTURE of them
+    (whole directories, from where the last capture's sweep stopped).
 
-    Directory by directory through an open descriptor: each stat resolves one
-    name, not the whole path (a third off at 500k files).
+    A file linked from outside the worktree and written only through that
+    other name raises no event here: in a worktree of more files than that,
+    such a write shows up a few captures late (never lost: a restore reads
+    what it overwrites, restore.py). Directory by directory through an open
+    descriptor: each stat resolves one name, not the whole path.
     """
     found: set[str] = set()
     entries, lstat = last.entries, os.lstat
-    for directory, paths in walk_index(last).files.items():
+    files = walk_index(last).files
+    order = list(files)
+    start = watcher.swept_at % len(order) if order else 0
+    done = at = 0
+    while at < len(order) and done < SWEEP_PER_CAPTURE:
+        directory = order[(start + at) % len(order)]
+        paths = files[directory]
+        at += 1
+        done += len(paths)
         where = os.path.join(root, directory) if directory else root
         try:
             fd = os.open(where, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -207,6 +224,7 @@ def _swept(root: str, last: ScanResult) -> set[str]:
                     found.add(rel)
         finally:
             os.close(fd)
+    watcher.swept_at = start + at
     return found
 
 

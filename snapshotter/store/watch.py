@@ -1,26 +1,30 @@
-"""Knowing which directories changed without walking the worktree (Linux inotify).
+"""Knowing what changed without walking the worktree (Linux inotify).
 
 A long-lived process (one holding a ``Resident``, resident.py: the hook
 server) keeps one inotify watch per directory a walk entered. An event names
-the directory whose listing or files changed; only those are listed again
-(``scan.rescan``), and with no event at all the last tree is reused. What
-cannot be pinned to one directory — a lost-event overflow, a moved
-directory, a ``.gitignore`` edit, a failed watch — means "walk everything",
-so a missed case costs a walk, never a wrong snapshot.
+the entry that was written, created, deleted or renamed: only those names
+are looked at again (walk.py's ``rescan``, through the walk's own per-entry
+loop), and with no event at all the last tree is reused. A directory is
+listed again only when a subdirectory came or went (or a name turned out to
+be a directory now) — a 10-file edit in a directory of thousands costs ten
+stats (issue 24.1). What cannot be pinned down — a lost-event overflow, a
+moved directory, a ``.gitignore`` edit, a failed watch — means "walk
+everything", so a missed case costs a walk, never a wrong snapshot.
 
 A file can also change through a name outside the worktree (a hard link):
 that raises no event in any watched directory, and neither does the
 ``link(2)`` that made the other name — it only touches the file's own inode
 (issue 13.17). So every captured file gets a watch of its own for attribute
-changes: a new link count shows as IN_ATTRIB there and its directory is
-walked again, which records the file as linked, and linked files are
-re-checked by stat on every capture (resident.py's ``_relinked``) — never trusted to
-events. Those watches come out of the user's inotify allowance
+changes: a new link count shows as IN_ATTRIB there and the file is looked at
+again, which records it as linked, and linked files are re-checked by stat
+on every capture (resident.py's ``_relinked``) — never trusted to events.
+Those watches come out of the user's inotify allowance
 (``fs.inotify.max_user_watches``, shared with editors and every other
 watcher): a worktree with more files than ``FILE_WATCH_SHARE`` of it gets
-none, and each capture then checks every file's stat data instead (a
-"sweep": no listing, no ignore rules, no reading), which keeps the answer
-exact at a cost that grows with the file count (issue 16.3). A file's watch
+none, and each capture then checks files' stat data instead (a "sweep": no
+listing, no ignore rules, no reading): all of them up to
+``resident.SWEEP_PER_CAPTURE``, round robin beyond, so a 500k-file worktree
+does not pay half a million stats per capture (issue 24.5). A file's watch
 is added after the walk saw it, so its stat data is taken again once the
 watch is in place: a link made in between shows too.
 
@@ -148,8 +152,10 @@ class Watcher:
         self.root = str(root)
         self.broken = False
         self.out_of_watches = False  # the worktree has more directories than the limit
-        # Its files have no watches of their own (too many): captures stat them all.
+        # Its files have no watches of their own (too many): captures stat them
+        # (resident.py's ``_swept``, round robin from ``swept_at``).
         self.sweep = False
+        self.swept_at = 0
         self._paths: dict[int, str] = {}  # watch descriptor -> directory
         self._files: dict[int, set[str]] = {}  # file watch descriptor -> its paths (relative)
         self._file_inodes: dict[str, int] = {}  # relative path -> inode its watch is on

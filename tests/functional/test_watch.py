@@ -558,3 +558,36 @@ def test_lost_events_mean_a_full_walk(
     tree = engine.capture().tree
     assert walks.count == 1, "walked everything again"
     assert blob_at(engine, tree, "big/f010.txt") == b"changed\n"
+
+
+def test_a_sweep_of_many_files_is_spread_over_captures(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, resident: Resident
+) -> None:
+    """Over the allowance and over SWEEP_PER_CAPTURE files: a share of them per capture,
+    round robin, so a write through a link made from outside shows a few captures late."""
+    from snapshotter.store import resident as resident_mod
+
+    monkeypatch.setattr(watch, "max_user_watches", lambda: 4)
+    monkeypatch.setattr(resident_mod, "SWEEP_PER_CAPTURE", 40)
+    for d in range(10):
+        for i in range(20):
+            write(engine.root, f"d{d}/f{i}.txt", f"{d}/{i}\n")
+    engine.capture()
+    outside = tmp_path / "outside"
+    os.link(engine.root / "d3/f5.txt", outside)
+    outside.write_text("through another name\n")
+    stats = []
+    real = os.lstat
+
+    def lstat(path: object, *args: object, **kwargs: object) -> os.stat_result:
+        stats.append(path)
+        return real(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "lstat", lstat)
+    seen = []
+    for _ in range(7):  # 13 directories, two or three a capture
+        stats.clear()
+        seen.append(blob_at(engine, engine.capture().tree, "d3/f5.txt"))
+        assert len(stats) < 100, "a share of the 203 files, not all of them"
+    assert seen[-1] == b"through another name\n"
+    assert engine.capture().tree == plain_capture(engine)
