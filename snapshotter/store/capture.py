@@ -200,7 +200,7 @@ class Snapshot:
     def _capture_all(self) -> tuple[str, set[str]]:
         """Every walked path compared with the manifest; (tree, paths to look at again)."""
         old, result = self.old, self.result
-        entries, stale = _reuse_unchanged(old, result)
+        entries, stale = _reuse_unchanged(old, result, share=self.kept is not None)
         if self.kept is None:
             # Nobody keeps this walk: its stat data lives on in ``entries`` and
             # ``stale``, and a first capture of 500k files need not hold it twice.
@@ -226,6 +226,8 @@ class Snapshot:
             [d for d in old.trees if d not in trees],
             loose,
         )
+        if self.kept is not None:  # the same map as ``old``'s with the delta, keyed by the
+            old.entries = entries  # walk's own strings: one copy of each path kept (24.5)
         self._record(delta)
         return tree, recheck
 
@@ -382,16 +384,22 @@ class Snapshot:
 
 
 def _reuse_unchanged(
-    old: stat_cache.Manifest, result: ScanResult
+    old: stat_cache.Manifest, result: ScanResult, *, share: bool = False
 ) -> tuple[dict[str, stat_cache.Entry], list[Stale]]:
     """Entries whose stat data still matches the cache (trusted without a read), and the
-    rest as (path, stat data now, cached entry or None): those are hashed."""
+    rest as (path, stat data now, cached entry or None): those are hashed.
+
+    ``share``: the walk is kept beside the cache (a watching process): its stat
+    data of an unchanged file becomes the cache's own numbers, held once."""
     entries: dict[str, stat_cache.Entry] = {}
     stale = []
-    for rel, st in result.entries.items():
+    walked = result.entries
+    for rel, st in walked.items():
         prior = old.entries.get(rel)
         if prior is not None and stat_cache.trusted(prior) and prior[:5] == st:
             entries[rel] = prior
+            if share:
+                walked[rel] = prior[:5]
         else:
             stale.append((rel, st, prior))
     return entries, stale

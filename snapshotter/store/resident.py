@@ -35,8 +35,8 @@ Forward = Callable[[bytes], "bytes | None"]
 # (a write through another name raises no event here); past this, just walk.
 MAX_LINKED = 1000
 # Files without watches of their own (more than the user's inotify allowance) a
-# capture stats, round robin: all of them up to this many (0.1 s), else this share.
-SWEEP_PER_CAPTURE = 65536
+# capture stats, round robin: all of them up to this many (~50 ms), else this share.
+SWEEP_PER_CAPTURE = 16384
 MAX_WATCHERS = 8  # one inotify instance each; the kernel allows 128 per user
 
 

@@ -67,7 +67,8 @@ class ScanResult:
 class DirIndex:
     """A watched walk by directory, so ``rescan`` redoes one without looking at all."""
 
-    files: dict[str, set[str]] = field(default_factory=dict)  # directory -> its entries' paths
+    # directory -> its entries' paths (lists: a set per directory cost ~100 bytes a path)
+    files: dict[str, list[str]] = field(default_factory=dict)
     subdirs: dict[str, set[str]] = field(default_factory=dict)  # directory -> walked children
 
 
@@ -80,9 +81,9 @@ def index(result: ScanResult) -> DirIndex:
             parent = rel.rpartition("/")[0]
             found = files.get(parent)
             if found is None:
-                files[parent] = {rel}
+                files[parent] = [rel]
             else:
-                found.add(rel)
+                found.append(rel)
         for rel in result.dirs:
             if rel:
                 built.subdirs.setdefault(rel.rpartition("/")[0], set()).add(rel)
@@ -188,7 +189,7 @@ def rescan(
             return None
     for d in redo:
         for rel in found.files.pop(d, ()):
-            del last.entries[rel]
+            last.entries.pop(rel, None)
             touched.add(rel)
     if last.skipped:
         last.skipped = {
@@ -212,7 +213,7 @@ def rescan(
     for rel, st in fresh.entries.items():
         last.entries[rel] = st
         parent = rel.rpartition("/")[0]
-        found.files.setdefault(parent, set()).add(rel)
+        found.files.setdefault(parent, []).append(rel)
         touched.add(rel)
     for rel, entered in fresh.dirs.items():
         if rel and rel not in last.dirs:
@@ -253,16 +254,17 @@ def _named(
             redo.add(d)
             continue
         prefix = d + "/" if d else ""
-        files = found.files.get(d)
+        gone = set()
         for name in names:
             rel = prefix + name
             if last.entries.pop(rel, None) is not None:
-                touched.add(rel)
-                if files is not None:
-                    files.discard(rel)
+                gone.add(rel)
             last.skipped.pop(rel, None)
             last.linked.discard(rel)
             last.ignored.discard(rel)
+        if gone:  # put back from ``walker.result`` by the caller, if still there
+            found.files[d] = [rel for rel in found.files.get(d, ()) if rel not in gone]
+            touched |= gone
         walker.add(found_now)
     return touched
 
@@ -487,7 +489,10 @@ class _Walker:
                     rel, Why.TOO_LARGE, str(limit), size, st.st_mtime_ns
                 )
                 continue
-            found[rel] = (mode, size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+            mtime, ctime = st.st_mtime_ns, st.st_ctime_ns
+            # One int object for both when equal, as a file written once has them:
+            # 32 bytes less a path in a walk a server keeps (issue 24.5).
+            found[rel] = (mode, size, mtime, mtime if ctime == mtime else ctime, st.st_ino)
             if linked is not None and st.st_nlink > 1:
                 linked.add(rel)
             if max_files is not None and len(found) > max_files:
