@@ -24,7 +24,7 @@ import time
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from snapshotter.config import DEFAULT_MAX_FILES, DEFAULT_MAX_NEW_FILE_SIZE, sessions_dir
 from snapshotter.errors import CaptureFailed, NotAProject, StoreError, TooManyFiles
@@ -183,6 +183,7 @@ class Snapshot:
                 max_files=options.max_files,
                 on_dir=on_dir,
                 changed_files=watched.last.changed,
+                reuse=self.old.entries,
             )
             if result is not None:
                 return result
@@ -195,12 +196,13 @@ class Snapshot:
             max_files=options.max_files,
             on_dir=on_dir,
             guard=options.guard,
+            reuse=self.old.entries,
         )
 
     def _capture_all(self) -> tuple[str, set[str]]:
         """Every walked path compared with the manifest; (tree, paths to look at again)."""
         old, result = self.old, self.result
-        entries, stale = _reuse_unchanged(old, result, share=self.kept is not None)
+        entries, stale = _reuse_unchanged(old, result)
         if self.kept is None:
             # Nobody keeps this walk: its stat data lives on in ``entries`` and
             # ``stale``, and a first capture of 500k files need not hold it twice.
@@ -217,6 +219,8 @@ class Snapshot:
             del stale
             old.tree, old.entries, old.trees, old.loose = tree, entries, trees, loose
             stat_cache.save(self.manifest, old, self.kept)
+            if self.kept is not None:
+                result.entries = _shared(old.entries, result.entries, entries)
             return tree, recheck
         delta = stat_cache.Delta(
             tree,
@@ -226,9 +230,9 @@ class Snapshot:
             [d for d in old.trees if d not in trees],
             loose,
         )
-        if self.kept is not None:  # the same map as ``old``'s with the delta, keyed by the
-            old.entries = entries  # walk's own strings: one copy of each path kept (24.5)
         self._record(delta)
+        if self.kept is not None:
+            result.entries = _shared(old.entries, result.entries, entries)
         return tree, recheck
 
     def _capture_changes(self, recheck: Collection[str]) -> tuple[str, set[str]]:
@@ -244,10 +248,15 @@ class Snapshot:
             if st is None:
                 if prior is not None:
                     removed.append(rel)
-            elif prior is None or not stat_cache.trusted(prior) or prior[:5] != st:
-                stale.append((rel, st, prior))
+            elif prior is None or not stat_cache.trusted(prior) or prior[:5] != st[:5]:
+                stale.append((rel, st[:5], prior))
         hashed: dict[str, stat_cache.Entry] = {}
         changed, written = self._hash_stale(stale, hashed)
+        if self.kept is not None:  # the walk kept holds the cache's new entries (_shared)
+            walked = result.entries
+            for rel, entry in hashed.items():
+                if stat_cache.trusted(entry) and rel in walked:
+                    walked[rel] = cast("Stat", entry)
         removed += [rel for rel, _st, prior in stale if rel not in hashed and prior is not None]
         edits: dict[str, tuple[int, bytes] | None] = {rel: None for rel in removed}
         edits.update((rel, (entry[0], entry[5])) for rel, entry in changed.items())
@@ -384,25 +393,39 @@ class Snapshot:
 
 
 def _reuse_unchanged(
-    old: stat_cache.Manifest, result: ScanResult, *, share: bool = False
+    old: stat_cache.Manifest, result: ScanResult
 ) -> tuple[dict[str, stat_cache.Entry], list[Stale]]:
     """Entries whose stat data still matches the cache (trusted without a read), and the
-    rest as (path, stat data now, cached entry or None): those are hashed.
-
-    ``share``: the walk is kept beside the cache (a watching process): its stat
-    data of an unchanged file becomes the cache's own numbers, held once."""
+    rest as (path, stat data now, cached entry or None): those are hashed."""
     entries: dict[str, stat_cache.Entry] = {}
     stale = []
-    walked = result.entries
-    for rel, st in walked.items():
+    for rel, st in result.entries.items():
         prior = old.entries.get(rel)
-        if prior is not None and stat_cache.trusted(prior) and prior[:5] == st:
+        if prior is not None and stat_cache.trusted(prior) and prior[:5] == st[:5]:
             entries[rel] = prior
-            if share:
-                walked[rel] = prior[:5]
         else:
-            stale.append((rel, st, prior))
+            stale.append((rel, st[:5], prior))
     return entries, stale
+
+
+def _shared(
+    cache: Mapping[str, stat_cache.Entry],
+    walked: Mapping[str, Stat],
+    now: Mapping[str, stat_cache.Entry],
+) -> dict[str, Stat]:
+    """A walk a watching process keeps, holding the stat cache's own objects where
+    they agree: its path strings, and its entry (walk.py's ``ScanResult``) for each
+    file whose trusted entry is this capture's (``now``). The walk's own strings
+    and tuples then all go, not half of them (issue 24.5: 1.1 KB a path before)."""
+    found: dict[str, Stat] = {}
+    for rel, entry in cache.items():
+        # (``now`` also holds what a scoped capture kept from outside its scope)
+        if now.get(rel) is entry and stat_cache.trusted(entry) and rel in walked:
+            found[rel] = cast("Stat", entry)  # its first five fields are the stat data
+    for rel, st in walked.items():
+        if rel not in found:
+            found[rel] = st
+    return found
 
 
 def _recheck(stale: list[Stale], hashed: Mapping[str, stat_cache.Entry]) -> set[str]:

@@ -173,7 +173,7 @@ def _relinked(root: str, last: ScanResult) -> set[str]:
     return {
         rel
         for rel in last.linked
-        if Signature.at(os.path.join(root, rel)) != entries.get(rel, (0,))[1:]
+        if Signature.at(os.path.join(root, rel)) != entries.get(rel, (0,))[1:5]
     }
 
 
@@ -220,7 +220,7 @@ def _swept(root: str, last: ScanResult, watcher: watch.Watcher) -> set[str]:
                     )
                 except OSError:
                     now = None
-                if now != entries.get(rel, (0,))[1:]:
+                if now != entries.get(rel, (0,))[1:5]:
                     found.add(rel)
         finally:
             os.close(fd)

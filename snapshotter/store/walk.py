@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable, Collection, Container
+from collections.abc import Callable, Collection, Container, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from snapshotter import progress
 from snapshotter.errors import NotAProject, TooManyFiles
@@ -48,6 +49,9 @@ _S_IFDIR, _S_IFREG, _S_IFLNK, _S_IXUSR = stat.S_IFDIR, stat.S_IFREG, stat.S_IFLN
 
 @dataclass
 class ScanResult:
+    # A watching process's kept walk may hold the stat cache's own entry instead of
+    # an unchanged file's Stat (capture.py's ``_reuse_unchanged``: one tuple a path,
+    # not two): the same five fields, then the blob id. Read ``st[:5]``, ``st[1:5]``.
     entries: dict[str, Stat] = field(default_factory=dict)
     skipped: dict[str, Skip] = field(default_factory=dict)
     nested: list[str] = field(default_factory=list)  # nested repositories entered
@@ -122,6 +126,7 @@ def scan(
     max_files: int | None = None,
     on_dir: Callable[[str], None] | None = None,
     guard: bool = True,
+    reuse: Mapping[str, Any] | None = None,
 ) -> ScanResult:
     """Every path of ``tree.scope`` a snapshot holds.
 
@@ -131,12 +136,15 @@ def scan(
     Past ``max_files`` paths the walk stops with TooManyFiles: a home
     directory must not hold the agent up for minutes. ``on_dir`` hears of
     every directory whose listing or ``.gitignore`` the result depends on,
-    before it is read (the watcher starts watching there).
+    before it is read (the watcher starts watching there). ``reuse``: the stat
+    cache's entries; a file whose stat data is its entry's first five fields gets
+    that entry itself (see ``ScanResult``): no tuple of its own (issue 24.5).
     """
     guard = guard and max_files is None  # an explicit cap says the user means this tree
     if guard and tree.root == Path.home().resolve():
         raise NotAProject(f"{display(str(tree.root))} is your home directory")
     walker = _Walker(tree, previous, max_new_file_size, excluded)
+    walker.reuse = reuse
     walker.index_cache = index_cache
     walker.max_files = max_files
     walker.guard = guard
@@ -158,6 +166,7 @@ def rescan(
     max_files: int | None = None,
     on_dir: Callable[[str], None] | None = None,
     changed_files: Collection[str] = (),
+    reuse: Mapping[str, Any] | None = None,
 ) -> ScanResult | None:
     """``last`` (a watched walk) with only ``changed_dirs`` (relative) listed again,
     and ``changed_files`` (relative paths of entries written, created, deleted or
@@ -182,6 +191,7 @@ def rescan(
     walker = _Walker(tree, previous, max_new_file_size, excluded)
     walker.max_files = max_files
     walker.on_dir = on_dir
+    walker.reuse = reuse
     found = index(last)
     touched = _named(walker, last, found, changed_files, redo)
     for d in redo:
@@ -305,6 +315,7 @@ class _Walker:
         self.index_cache: Path | None = None
         self.max_files: int | None = None
         self.on_dir: Callable[[str], None] | None = None
+        self.reuse: Mapping[str, Any] | None = None  # see scan
         self.guard = False  # refuse what looks like a home directory (see scan)
         self.untracked = 0  # untracked files kept so far (the guard's count)
         self.tracked_total = 0  # what the top repository's index tracks
@@ -437,6 +448,7 @@ class _Walker:
         keep, keep_all = self.keep, d.kept
         linked = self.result.linked if self.on_dir is not None else None
         max_files = self.max_files
+        reuse = self.reuse.get if self.reuse is not None else None
         subdirs: list[_Dir] = []
         for entry in entries:
             name = entry.name
@@ -489,10 +501,20 @@ class _Walker:
                     rel, Why.TOO_LARGE, str(limit), size, st.st_mtime_ns
                 )
                 continue
-            mtime, ctime = st.st_mtime_ns, st.st_ctime_ns
-            # One int object for both when equal, as a file written once has them:
-            # 32 bytes less a path in a walk a server keeps (issue 24.5).
-            found[rel] = (mode, size, mtime, mtime if ctime == mtime else ctime, st.st_ino)
+            mtime, ctime, ino = st.st_mtime_ns, st.st_ctime_ns, st.st_ino
+            prior = reuse(rel) if reuse is not None else None
+            if (
+                prior is not None
+                and prior[2] == mtime  # never UNTRUSTED (0): a racy entry is not reused
+                and prior[3] == ctime
+                and prior[4] == ino
+                and prior[1] == size
+                and prior[0] == mode
+            ):
+                found[rel] = prior  # the stat cache's own entry (see ScanResult)
+            else:
+                # One int object for both when equal, as a file written once has them.
+                found[rel] = (mode, size, mtime, mtime if ctime == mtime else ctime, ino)
             if linked is not None and st.st_nlink > 1:
                 linked.add(rel)
             if max_files is not None and len(found) > max_files:

@@ -296,7 +296,7 @@ class Watcher:
                 continue
             self._files.setdefault(wd, set()).add(rel)
             inodes[rel] = st[4]
-            if Signature.at(path) != st[1:]:  # None (gone) too
+            if Signature.at(path) != st[1:5]:  # None (gone) too
                 answer.changed.add(rel)
         self._recheck_racy_links(answer)
         answer.files_watched = not self.broken

@@ -8,6 +8,7 @@ import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import pytest
 from builders import blob_at, git, make_repo, open_engine, write
@@ -591,3 +592,24 @@ def test_a_sweep_of_many_files_is_spread_over_captures(
         assert len(stats) < 100, "a share of the 203 files, not all of them"
     assert seen[-1] == b"through another name\n"
     assert engine.capture().tree == plain_capture(engine)
+
+
+def test_a_kept_walk_holds_the_stat_caches_own_entries(
+    engine: Engine, big: Path, resident: Resident
+) -> None:
+    """Issue 24.5: one record a path in a watching process, not a walk's copy beside the
+    stat cache's (500k files took 660-752 MB)."""
+    (big / "f001.txt").write_text("changed\n")
+    engine.capture()
+    watcher = watcher_of(resident, engine)
+    assert watcher is not None and resident.manifests is not None
+    (kept,) = watcher._memory.values()
+    manifest = resident.manifests.get(engine.store.root / "manifest")
+    assert manifest is not None
+    walked = kept.scan.entries
+    unchanged = [rel for rel in walked if rel.startswith("big/f0") and rel != "big/f001.txt"]
+    assert len(unchanged) == 99
+    for rel in unchanged:
+        assert walked[rel] is cast(object, manifest.entries[rel]), f"{rel}: a tuple of its own"
+    keys = {id(k) for k in walked}
+    assert all(id(k) in keys for k in manifest.entries if k in unchanged), "one string a path"
