@@ -161,6 +161,8 @@ class Watched:
         state it wrote, ``recheck`` the paths the next compares whatever changed."""
         if result.nested or len(result.linked) > MAX_LINKED:
             return  # nested repositories have rule files of their own: those always walk
+        if result.touched is None and result.dirs:  # a whole walk: one string a path
+            next(iter(result.dirs.values())).ctx.tracked.share(result.entries)
         walk_index(result)  # so the next capture redoes directories, not the whole walk
         answer = watch.Remembered(self.files, self.env, tree, result)
         answer.serial, answer.recheck, answer.fresh = serial, recheck, result.touched
