@@ -14,6 +14,9 @@ skips) and the stat cache it compares with, and each step is a method:
     (seeding.py, blobs.py) → write trees → record the stat cache → pack loose
     objects once there are many.
 
+Over 400 lines on purpose: one object's steps, each short; split across
+modules they would hand the same capture state around.
+
 A killed restore's temp files are not special here (#13.4: a user's file may
 look like one): the journal names them and recovery removes them.
 """
@@ -24,7 +27,7 @@ import time
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from snapshotter.config import DEFAULT_MAX_FILES, DEFAULT_MAX_NEW_FILE_SIZE, sessions_dir
 from snapshotter.errors import CaptureFailed, NotAProject, StoreError, TooManyFiles
@@ -219,8 +222,7 @@ class Snapshot:
             del stale
             old.tree, old.entries, old.trees, old.loose = tree, entries, trees, loose
             stat_cache.save(self.manifest, old, self.kept)
-            if self.kept is not None:
-                result.entries = _shared(old.entries, result.entries, entries)
+            self._share(entries)
             return tree, recheck
         delta = stat_cache.Delta(
             tree,
@@ -231,8 +233,7 @@ class Snapshot:
             loose,
         )
         self._record(delta)
-        if self.kept is not None:
-            result.entries = _shared(old.entries, result.entries, entries)
+        self._share(entries)
         return tree, recheck
 
     def _capture_changes(self, recheck: Collection[str]) -> tuple[str, set[str]]:
@@ -252,11 +253,7 @@ class Snapshot:
                 stale.append((rel, st[:5], prior))
         hashed: dict[str, stat_cache.Entry] = {}
         changed, written = self._hash_stale(stale, hashed)
-        if self.kept is not None:  # the walk kept holds the cache's new entries (_shared)
-            walked = result.entries
-            for rel, entry in hashed.items():
-                if stat_cache.trusted(entry) and rel in walked:
-                    walked[rel] = cast("Stat", entry)
+        self._share(hashed, whole=False)
         removed += [rel for rel, _st, prior in stale if rel not in hashed and prior is not None]
         edits: dict[str, tuple[int, bytes] | None] = {rel: None for rel in removed}
         edits.update((rel, (entry[0], entry[5])) for rel, entry in changed.items())
@@ -272,6 +269,14 @@ class Snapshot:
         loose = self._pack_if_many(old.loose + written + trees_written)
         self._record(stat_cache.Delta(tree, hashed, removed, trees, trees_removed, loose))
         return tree, _recheck(stale, hashed)
+
+    def _share(self, now: Mapping[str, stat_cache.Entry], *, whole: bool = True) -> None:
+        """A watching process keeps this walk beside the stat cache: one record a path
+        (resident.py's ``share``); ``now``: the cache's entries this capture wrote."""
+        if self.kept is not None:
+            from snapshotter.store.resident import share
+
+            share(self.result, self.old.entries, now, whole=whole)
 
     def _extends(self) -> bool:
         """Whether trees can be edited from ``old``'s: its root tree is whole and stored."""
@@ -406,26 +411,6 @@ def _reuse_unchanged(
         else:
             stale.append((rel, st[:5], prior))
     return entries, stale
-
-
-def _shared(
-    cache: Mapping[str, stat_cache.Entry],
-    walked: Mapping[str, Stat],
-    now: Mapping[str, stat_cache.Entry],
-) -> dict[str, Stat]:
-    """A walk a watching process keeps, holding the stat cache's own objects where
-    they agree: its path strings, and its entry (walk.py's ``ScanResult``) for each
-    file whose trusted entry is this capture's (``now``). The walk's own strings
-    and tuples then all go, not half of them (issue 24.5: 1.1 KB a path before)."""
-    found: dict[str, Stat] = {}
-    for rel, entry in cache.items():
-        # (``now`` also holds what a scoped capture kept from outside its scope)
-        if now.get(rel) is entry and stat_cache.trusted(entry) and rel in walked:
-            found[rel] = cast("Stat", entry)  # its first five fields are the stat data
-    for rel, st in walked.items():
-        if rel not in found:
-            found[rel] = st
-    return found
 
 
 def _recheck(stale: list[Stale], hashed: Mapping[str, stat_cache.Entry]) -> set[str]:

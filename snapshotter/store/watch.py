@@ -130,8 +130,7 @@ class Remembered:
     scan: ScanResult  # the walk itself, for scan.rescan
     dirty: set[str] = field(default_factory=set)
     # Entries (relative paths, not directories) written, created, deleted or renamed
-    # since: each is looked at again alone (walk.py's ``rescan``), its directory
-    # not listed again.
+    # since: each looked at again alone (walk.py's ``rescan``), not their directory.
     changed: set[str] = field(default_factory=set)
     files_watched: bool = False  # every file of ``scan`` has its own watch
     # The capture's side (store/capture.py): the manifest state it wrote, and the
