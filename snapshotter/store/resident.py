@@ -14,6 +14,7 @@ the stat checks that catch what inotify cannot see (hard links, sweeps).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections import OrderedDict
@@ -164,6 +165,7 @@ class Watched:
             return  # nested repositories have rule files of their own: those always walk
         if result.touched is None and result.dirs:  # a whole walk: one string a path
             next(iter(result.dirs.values())).ctx.tracked.share(result.entries)
+            _trim()
         walk_index(result)  # so the next capture redoes directories, not the whole walk
         answer = watch.Remembered(self.files, self.env, tree, result)
         answer.serial, answer.recheck, answer.fresh = serial, recheck, result.touched
@@ -197,6 +199,16 @@ def share(
         if rel not in found:
             found[rel] = st
     result.entries = found
+
+
+def _trim() -> None:
+    """Hand the C heap's free pages back after a whole walk (glibc's ``malloc_trim``):
+    the walk's and the loaded stat cache's tables, freed, stay in the heap otherwise
+    and count in the server's resident memory for its whole life."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).malloc_trim(0)
 
 
 def _relinked(root: str, last: ScanResult) -> set[str]:
