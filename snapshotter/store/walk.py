@@ -245,12 +245,12 @@ def _named(
     """Each of ``rels`` looked at again alone, as its directory's listing would see it.
 
     The watcher names the entries that changed (written, created, deleted,
-    renamed) in directories that are not listed again: each is taken out of
-    ``last`` and, if it is there now, put back through the walk's own loop
-    (``_Walker._entries``: the same ignore rules, size limit and kinds). A
-    directory where a name is now a directory (or a repository) goes into
-    ``redo`` instead: its listing decides. The paths taken out are returned;
-    what is put back is in ``walker.result``.
+    renamed) in directories that are not listed again: each is looked at
+    through the walk's own loop (``_Walker._entries``: the same ignore rules,
+    size limit and kinds) and set, or taken out of ``last``. A directory where
+    a name is now a directory (or a repository) goes into ``redo`` instead: its
+    listing decides. The paths set or taken out are returned; names new to
+    ``last`` are left in ``walker.result``, for the caller to put in.
     """
     by_dir: dict[str, list[str]] = {}
     for rel in rels:
@@ -264,18 +264,23 @@ def _named(
             redo.add(d)
             continue
         prefix = d + "/" if d else ""
-        gone = set()
+        fresh, gone = found_now.entries, set()
         for name in names:
             rel = prefix + name
-            if last.entries.pop(rel, None) is not None:
-                gone.add(rel)
             last.skipped.pop(rel, None)
             last.linked.discard(rel)
             last.ignored.discard(rel)
-        if gone:  # put back from ``walker.result`` by the caller, if still there
+            if rel in last.entries:
+                touched.add(rel)
+                st = fresh.pop(rel, None)
+                if st is None:
+                    del last.entries[rel]
+                    gone.add(rel)
+                else:  # set in place: the key stays the string the stat cache shares
+                    last.entries[rel] = st
+        if gone:
             found.files[d] = [rel for rel in found.files.get(d, ()) if rel not in gone]
-            touched |= gone
-        walker.add(found_now)
+        walker.add(found_now)  # the names new here, and every skip, link and ignored path
     return touched
 
 
