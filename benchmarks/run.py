@@ -47,7 +47,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
-from benchmarks import cold_undo, procs
+from benchmarks import cold_undo, flat_dir, procs
 from benchmarks.first_event import PAUSE_S
 from benchmarks.procs import Done
 from benchmarks.reference import MAX_NEW_FILE_SIZE, ReferenceShadow
@@ -247,6 +247,7 @@ class Options:
     pack_source: bool
     ref_first_limit_s: float | None
     typing_pause_s: float = PAUSE_S  # between session_start and the first prompt
+    flat: list[int] = field(default_factory=list)  # flat_dir.py's worktrees, by file count
 
 
 # -- environment and timing ----------------------------------------------------
@@ -1313,11 +1314,20 @@ def parse_args(argv: list[str] | None) -> tuple[Options, argparse.Namespace]:
         metavar="SECONDS",
         help=f"the user typing the first prompt after session_start (default {PAUSE_S:g})",
     )
+    p.add_argument(
+        "--flat",
+        type=int,
+        action="append",
+        default=[],
+        metavar="N",
+        help="also measure a synthetic worktree of N files nearly all in one directory "
+        "(flat_dir.py; a 10-file edit beside thousands of siblings); may be repeated",
+    )
     p.add_argument("--json", metavar="PATH", help="also write the results as JSON here")
     p.add_argument("--tmp-dir", metavar="DIR", help="parent of the temp directory")
     p.add_argument("--keep", action="store_true", help="keep the temp directory")
     ns = p.parse_args(argv)
-    default = "" if ns.worktree or ns.stdlib else "1000,10000"
+    default = "" if ns.worktree or ns.stdlib or ns.flat else "1000,10000"
     try:
         sizes = [
             int(s) for s in (ns.sizes if ns.sizes is not None else default).split(",") if s.strip()
@@ -1326,7 +1336,9 @@ def parse_args(argv: list[str] | None) -> tuple[Options, argparse.Namespace]:
         p.error(f"--sizes: not a list of integers: {ns.sizes!r}")
     if any(s < 20 for s in sizes):
         p.error("--sizes: give file counts of at least 20")
-    if not (sizes or ns.stdlib or ns.worktree):
+    if any(n < 100 for n in ns.flat):
+        p.error("--flat: give file counts of at least 100")
+    if not (sizes or ns.stdlib or ns.worktree or ns.flat):
         p.error("nothing to measure")
     for path in ns.worktree:
         if not path.is_dir():
@@ -1350,6 +1362,7 @@ def parse_args(argv: list[str] | None) -> tuple[Options, argparse.Namespace]:
         not ns.loose_source,
         ns.reference_first_limit or None,
         ns.typing_pause,
+        list(ns.flat),
     )
     return opts, ns
 
@@ -1379,6 +1392,7 @@ class Spec:
     name: str
     size: int | None = None
     source: Path | None = None
+    flat: bool = False  # flat_dir.py's worktree of ``size`` files
 
 
 def _prepare(spec: Spec, work: Path, env: Mapping[str, str], opts: Options) -> GeneratedWorktree:
@@ -1386,6 +1400,8 @@ def _prepare(spec: Spec, work: Path, env: Mapping[str, str], opts: Options) -> G
         return copy_existing(spec.source, work / "worktree", env, how=opts.copy)
     if spec.size is None:
         return copy_stdlib(work / "worktree", env, pack=opts.pack_source)
+    if spec.flat:
+        return flat_dir.generate(work / "worktree", spec.size, env)
     if opts.cache is not None:
         return cached(opts.cache, spec.size, env, pack=opts.pack_source)
     return generate(work / "worktree", spec.size, env, pack=opts.pack_source)
@@ -1396,6 +1412,7 @@ def _specs(opts: Options) -> list[Spec]:
     if opts.stdlib:
         specs.append(Spec("stdlib"))
     specs += [Spec(f"wt{i}", source=path) for i, path in enumerate(opts.worktrees)]
+    specs += [Spec(f"flat{n}", size=n, flat=True) for n in opts.flat]
     return specs
 
 

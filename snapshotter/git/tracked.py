@@ -12,6 +12,7 @@ import contextlib
 import marshal
 import os
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -77,6 +78,13 @@ class TrackedIndex:
             return {entry.path: entry.mode for entry in pygit2.Index(str(index_file))}
         except (pygit2.GitError, OSError, ValueError):
             return {}
+
+    def share(self, paths: Iterable[str]) -> None:
+        """Hold ``paths``' own string objects for the paths it tracks, not copies: a
+        process that keeps a walk and this index holds each path once (issue 24.5)."""
+        own = {path: path for path in paths}
+        self.modes = {own.get(path, path): mode for path, mode in self.modes.items()}
+        self._sorted = [own.get(path, path) for path in self._sorted]
 
     def has_under(self, dir_rel: str) -> bool:
         """Whether any tracked path lies below directory ``dir_rel``."""

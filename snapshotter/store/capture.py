@@ -14,6 +14,9 @@ skips) and the stat cache it compares with, and each step is a method:
     (seeding.py, blobs.py) → write trees → record the stat cache → pack loose
     objects once there are many.
 
+Over 400 lines on purpose: one object's steps, each short; split across
+modules they would hand the same capture state around.
+
 A killed restore's temp files are not special here (#13.4: a user's file may
 look like one): the journal names them and recovery removes them.
 """
@@ -182,6 +185,8 @@ class Snapshot:
                 excluded=options.excluded,
                 max_files=options.max_files,
                 on_dir=on_dir,
+                changed_files=watched.last.changed,
+                reuse=self.old.entries,
             )
             if result is not None:
                 return result
@@ -194,6 +199,7 @@ class Snapshot:
             max_files=options.max_files,
             on_dir=on_dir,
             guard=options.guard,
+            reuse=self.old.entries,
         )
 
     def _capture_all(self) -> tuple[str, set[str]]:
@@ -216,6 +222,7 @@ class Snapshot:
             del stale
             old.tree, old.entries, old.trees, old.loose = tree, entries, trees, loose
             stat_cache.save(self.manifest, old, self.kept)
+            self._share(entries)
             return tree, recheck
         delta = stat_cache.Delta(
             tree,
@@ -226,6 +233,7 @@ class Snapshot:
             loose,
         )
         self._record(delta)
+        self._share(entries)
         return tree, recheck
 
     def _capture_changes(self, recheck: Collection[str]) -> tuple[str, set[str]]:
@@ -241,10 +249,11 @@ class Snapshot:
             if st is None:
                 if prior is not None:
                     removed.append(rel)
-            elif prior is None or not stat_cache.trusted(prior) or prior[:5] != st:
-                stale.append((rel, st, prior))
+            elif prior is None or not stat_cache.trusted(prior) or prior[:5] != st[:5]:
+                stale.append((rel, st[:5], prior))
         hashed: dict[str, stat_cache.Entry] = {}
         changed, written = self._hash_stale(stale, hashed)
+        self._share(hashed, whole=False)
         removed += [rel for rel, _st, prior in stale if rel not in hashed and prior is not None]
         edits: dict[str, tuple[int, bytes] | None] = {rel: None for rel in removed}
         edits.update((rel, (entry[0], entry[5])) for rel, entry in changed.items())
@@ -260,6 +269,14 @@ class Snapshot:
         loose = self._pack_if_many(old.loose + written + trees_written)
         self._record(stat_cache.Delta(tree, hashed, removed, trees, trees_removed, loose))
         return tree, _recheck(stale, hashed)
+
+    def _share(self, now: Mapping[str, stat_cache.Entry], *, whole: bool = True) -> None:
+        """A watching process keeps this walk beside the stat cache: one record a path
+        (resident.py's ``share``); ``now``: the cache's entries this capture wrote."""
+        if self.kept is not None:
+            from snapshotter.store.resident import share
+
+            share(self.result, self.old.entries, now, whole=whole)
 
     def _extends(self) -> bool:
         """Whether trees can be edited from ``old``'s: its root tree is whole and stored."""
@@ -389,10 +406,10 @@ def _reuse_unchanged(
     stale = []
     for rel, st in result.entries.items():
         prior = old.entries.get(rel)
-        if prior is not None and stat_cache.trusted(prior) and prior[:5] == st:
+        if prior is not None and stat_cache.trusted(prior) and prior[:5] == st[:5]:
             entries[rel] = prior
         else:
-            stale.append((rel, st, prior))
+            stale.append((rel, st[:5], prior))
     return entries, stale
 
 

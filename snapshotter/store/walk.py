@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable, Collection, Container
+from collections.abc import Callable, Collection, Container, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from snapshotter import progress
 from snapshotter.errors import NotAProject, TooManyFiles
@@ -48,6 +49,9 @@ _S_IFDIR, _S_IFREG, _S_IFLNK, _S_IXUSR = stat.S_IFDIR, stat.S_IFREG, stat.S_IFLN
 
 @dataclass
 class ScanResult:
+    # A watching process's kept walk may hold the stat cache's own entry instead of
+    # an unchanged file's Stat (capture.py's ``_reuse_unchanged``: one tuple a path,
+    # not two): the same five fields, then the blob id. Read ``st[:5]``, ``st[1:5]``.
     entries: dict[str, Stat] = field(default_factory=dict)
     skipped: dict[str, Skip] = field(default_factory=dict)
     nested: list[str] = field(default_factory=list)  # nested repositories entered
@@ -67,7 +71,8 @@ class ScanResult:
 class DirIndex:
     """A watched walk by directory, so ``rescan`` redoes one without looking at all."""
 
-    files: dict[str, set[str]] = field(default_factory=dict)  # directory -> its entries' paths
+    # directory -> its entries' paths (lists: a set per directory cost ~100 bytes a path)
+    files: dict[str, list[str]] = field(default_factory=dict)
     subdirs: dict[str, set[str]] = field(default_factory=dict)  # directory -> walked children
 
 
@@ -80,14 +85,26 @@ def index(result: ScanResult) -> DirIndex:
             parent = rel.rpartition("/")[0]
             found = files.get(parent)
             if found is None:
-                files[parent] = {rel}
+                files[parent] = [rel]
             else:
-                found.add(rel)
+                found.append(rel)
         for rel in result.dirs:
             if rel:
                 built.subdirs.setdefault(rel.rpartition("/")[0], set()).add(rel)
         result.index = built
     return result.index
+
+
+class _Named:
+    """One directory entry looked at alone, shaped as ``os.DirEntry`` for ``_entries``."""
+
+    __slots__ = ("_st", "name", "path")
+
+    def __init__(self, name: str, path: str, st: os.stat_result) -> None:
+        self.name, self.path, self._st = name, path, st
+
+    def stat(self, *, follow_symlinks: bool = True) -> os.stat_result:
+        return self._st
 
 
 @dataclass(frozen=True)
@@ -109,6 +126,7 @@ def scan(
     max_files: int | None = None,
     on_dir: Callable[[str], None] | None = None,
     guard: bool = True,
+    reuse: Mapping[str, Any] | None = None,
 ) -> ScanResult:
     """Every path of ``tree.scope`` a snapshot holds.
 
@@ -118,12 +136,15 @@ def scan(
     Past ``max_files`` paths the walk stops with TooManyFiles: a home
     directory must not hold the agent up for minutes. ``on_dir`` hears of
     every directory whose listing or ``.gitignore`` the result depends on,
-    before it is read (the watcher starts watching there).
+    before it is read (the watcher starts watching there). ``reuse``: the stat
+    cache's entries; a file whose stat data is its entry's first five fields gets
+    that entry itself (see ``ScanResult``): no tuple of its own (issue 24.5).
     """
     guard = guard and max_files is None  # an explicit cap says the user means this tree
     if guard and tree.root == Path.home().resolve():
         raise NotAProject(f"{display(str(tree.root))} is your home directory")
     walker = _Walker(tree, previous, max_new_file_size, excluded)
+    walker.reuse = reuse
     walker.index_cache = index_cache
     walker.max_files = max_files
     walker.guard = guard
@@ -144,8 +165,12 @@ def rescan(
     excluded: frozenset[str] = frozenset(),
     max_files: int | None = None,
     on_dir: Callable[[str], None] | None = None,
+    changed_files: Collection[str] = (),
+    reuse: Mapping[str, Any] | None = None,
 ) -> ScanResult | None:
-    """``last`` (a watched walk) with only ``changed_dirs`` (relative) listed again.
+    """``last`` (a watched walk) with only ``changed_dirs`` (relative) listed again,
+    and ``changed_files`` (relative paths of entries written, created, deleted or
+    renamed: not directories) each looked at again alone (``_named``).
 
     Correct only when nothing else changed: no ignore-rule file, no index, no
     directory moved (the watcher's job to know). A new subdirectory is walked
@@ -166,14 +191,15 @@ def rescan(
     walker = _Walker(tree, previous, max_new_file_size, excluded)
     walker.max_files = max_files
     walker.on_dir = on_dir
+    walker.reuse = reuse
+    found = index(last)
+    touched = _named(walker, last, found, changed_files, redo)
     for d in redo:
         if d and os.path.lexists(os.path.join(walker.root, d, ".git")):
             return None
-    found = index(last)
-    touched: set[str] = set()
     for d in redo:
         for rel in found.files.pop(d, ()):
-            del last.entries[rel]
+            last.entries.pop(rel, None)
             touched.add(rel)
     if last.skipped:
         last.skipped = {
@@ -197,7 +223,7 @@ def rescan(
     for rel, st in fresh.entries.items():
         last.entries[rel] = st
         parent = rel.rpartition("/")[0]
-        found.files.setdefault(parent, set()).add(rel)
+        found.files.setdefault(parent, []).append(rel)
         touched.add(rel)
     for rel, entered in fresh.dirs.items():
         if rel and rel not in last.dirs:
@@ -211,6 +237,51 @@ def rescan(
     if max_files is not None and len(last.entries) > max_files:
         raise TooManyFiles(max_files)
     return last
+
+
+def _named(
+    walker: _Walker, last: ScanResult, found: DirIndex, rels: Collection[str], redo: set[str]
+) -> set[str]:
+    """Each of ``rels`` looked at again alone, as its directory's listing would see it.
+
+    The watcher names the entries that changed (written, created, deleted,
+    renamed) in directories that are not listed again: each is looked at
+    through the walk's own loop (``_Walker._entries``: the same ignore rules,
+    size limit and kinds) and set, or taken out of ``last``. A directory where
+    a name is now a directory (or a repository) goes into ``redo`` instead: its
+    listing decides. The paths set or taken out are returned; names new to
+    ``last`` are left in ``walker.result``, for the caller to put in.
+    """
+    by_dir: dict[str, list[str]] = {}
+    for rel in rels:
+        parent, _, name = rel.rpartition("/")
+        if parent not in redo and parent in last.dirs:  # else listed anyway, or not walked
+            by_dir.setdefault(parent, []).append(name)
+    touched: set[str] = set()
+    for d, names in by_dir.items():
+        found_now = walker.look(last.dirs[d], names)
+        if found_now is None:
+            redo.add(d)
+            continue
+        prefix = d + "/" if d else ""
+        fresh, gone = found_now.entries, set()
+        for name in names:
+            rel = prefix + name
+            last.skipped.pop(rel, None)
+            last.linked.discard(rel)
+            last.ignored.discard(rel)
+            if rel in last.entries:
+                touched.add(rel)
+                st = fresh.pop(rel, None)
+                if st is None:
+                    del last.entries[rel]
+                    gone.add(rel)
+                else:  # set in place: the key stays the string the stat cache shares
+                    last.entries[rel] = st
+        if gone:
+            found.files[d] = [rel for rel in found.files.get(d, ()) if rel not in gone]
+        walker.add(found_now)  # the names new here, and every skip, link and ignored path
+    return touched
 
 
 def _drop_subtree(result: ScanResult, found: DirIndex, rel: str, touched: set[str]) -> None:
@@ -249,6 +320,7 @@ class _Walker:
         self.index_cache: Path | None = None
         self.max_files: int | None = None
         self.on_dir: Callable[[str], None] | None = None
+        self.reuse: Mapping[str, Any] | None = None  # see scan
         self.guard = False  # refuse what looks like a home directory (see scan)
         self.untracked = 0  # untracked files kept so far (the guard's count)
         self.tracked_total = 0  # what the top repository's index tracks
@@ -308,6 +380,10 @@ class _Walker:
             d = self._nested(d)
             if self.on_dir is not None:
                 self.result.dirs[d.rel] = d
+        return self._entries(self._here(d, dir_abs, present), entries)
+
+    def _here(self, d: _Dir, dir_abs: str, present: bool) -> _Dir:
+        """``d`` (as entered) with its own ``.gitignore`` applied (``present``: listed)."""
         rules = d.rules
         if not d.ignored:
             ctx_rel = d.ctx.rel(d.rel)
@@ -317,8 +393,43 @@ class _Walker:
             ):
                 gitignore = d.ctx.gitignore_lines(dir_abs, ctx_rel, present)
                 rules = rules.with_gitignore(ctx_rel, gitignore)
-        here = _Dir(d.rel, d.ctx, rules, d.ignored, d.kept)
-        return self._entries(here, entries)
+        return _Dir(d.rel, d.ctx, rules, d.ignored, d.kept)
+
+    def look(self, d: _Dir, names: list[str]) -> ScanResult | None:
+        """Entries ``names`` of directory ``d`` (as entered), as its listing would record
+        them, in a result of their own; None when one is a directory now, or ``d`` a
+        repository of its own (list it again)."""
+        dir_abs = os.path.join(self.root, d.rel) if d.rel else self.root
+        if d.rel != d.ctx.prefix and os.path.lexists(os.path.join(dir_abs, ".git")):
+            return None
+        found: list[_Named] = []
+        for name in names:
+            path = os.path.join(dir_abs, name)
+            try:
+                st = os.lstat(path)
+            except FileNotFoundError:
+                continue  # gone: taken out, nothing to put back
+            except OSError:
+                return None
+            if name == ".git" or st.st_mode & _S_IFMT == _S_IFDIR:
+                return None
+            found.append(_Named(name, path, st))
+        outer, self.result = self.result, ScanResult()
+        try:
+            present = os.path.lexists(os.path.join(dir_abs, ".gitignore"))
+            if self._entries(self._here(d, dir_abs, present), found):  # type: ignore[arg-type]
+                return None
+            return self.result
+        finally:
+            self.result = outer
+
+    def add(self, other: ScanResult) -> None:
+        """Take ``other``'s files (from ``look``) into this walk's result."""
+        result = self.result
+        result.entries.update(other.entries)
+        result.skipped.update(other.skipped)
+        result.linked |= other.linked
+        result.ignored |= other.ignored
 
     def _entries(self, d: _Dir, entries: list[os.DirEntry[str]]) -> list[_Dir]:
         """Record the files of one listing; its subdirectories to walk.
@@ -342,6 +453,7 @@ class _Walker:
         keep, keep_all = self.keep, d.kept
         linked = self.result.linked if self.on_dir is not None else None
         max_files = self.max_files
+        reuse = self.reuse.get if self.reuse is not None else None
         subdirs: list[_Dir] = []
         for entry in entries:
             name = entry.name
@@ -394,7 +506,20 @@ class _Walker:
                     rel, Why.TOO_LARGE, str(limit), size, st.st_mtime_ns
                 )
                 continue
-            found[rel] = (mode, size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+            mtime, ctime, ino = st.st_mtime_ns, st.st_ctime_ns, st.st_ino
+            prior = reuse(rel) if reuse is not None else None
+            if (
+                prior is not None
+                and prior[2] == mtime  # never UNTRUSTED (0): a racy entry is not reused
+                and prior[3] == ctime
+                and prior[4] == ino
+                and prior[1] == size
+                and prior[0] == mode
+            ):
+                found[rel] = prior  # the stat cache's own entry (see ScanResult)
+            else:
+                # One int object for both when equal, as a file written once has them.
+                found[rel] = (mode, size, mtime, mtime if ctime == mtime else ctime, ino)
             if linked is not None and st.st_nlink > 1:
                 linked.add(rel)
             if max_files is not None and len(found) > max_files:

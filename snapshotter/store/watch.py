@@ -1,26 +1,30 @@
-"""Knowing which directories changed without walking the worktree (Linux inotify).
+"""Knowing what changed without walking the worktree (Linux inotify).
 
 A long-lived process (one holding a ``Resident``, resident.py: the hook
 server) keeps one inotify watch per directory a walk entered. An event names
-the directory whose listing or files changed; only those are listed again
-(``scan.rescan``), and with no event at all the last tree is reused. What
-cannot be pinned to one directory — a lost-event overflow, a moved
-directory, a ``.gitignore`` edit, a failed watch — means "walk everything",
-so a missed case costs a walk, never a wrong snapshot.
+the entry that was written, created, deleted or renamed: only those names
+are looked at again (walk.py's ``rescan``, through the walk's own per-entry
+loop), and with no event at all the last tree is reused. A directory is
+listed again only when a subdirectory came or went (or a name turned out to
+be a directory now) — a 10-file edit in a directory of thousands costs ten
+stats (issue 24.1). What cannot be pinned down — a lost-event overflow, a
+moved directory, a ``.gitignore`` edit, a failed watch — means "walk
+everything", so a missed case costs a walk, never a wrong snapshot.
 
 A file can also change through a name outside the worktree (a hard link):
 that raises no event in any watched directory, and neither does the
 ``link(2)`` that made the other name — it only touches the file's own inode
 (issue 13.17). So every captured file gets a watch of its own for attribute
-changes: a new link count shows as IN_ATTRIB there and its directory is
-walked again, which records the file as linked, and linked files are
-re-checked by stat on every capture (resident.py's ``_relinked``) — never trusted to
-events. Those watches come out of the user's inotify allowance
+changes: a new link count shows as IN_ATTRIB there and the file is looked at
+again, which records it as linked, and linked files are re-checked by stat
+on every capture (resident.py's ``_relinked``) — never trusted to events.
+Those watches come out of the user's inotify allowance
 (``fs.inotify.max_user_watches``, shared with editors and every other
 watcher): a worktree with more files than ``FILE_WATCH_SHARE`` of it gets
-none, and each capture then checks every file's stat data instead (a
-"sweep": no listing, no ignore rules, no reading), which keeps the answer
-exact at a cost that grows with the file count (issue 16.3). A file's watch
+none, and each capture then checks files' stat data instead (a "sweep": no
+listing, no ignore rules, no reading): all of them up to
+``resident.SWEEP_PER_CAPTURE``, round robin beyond, so a 500k-file worktree
+does not pay half a million stats per capture (issue 24.5). A file's watch
 is added after the walk saw it, so its stat data is taken again once the
 watch is in place: a link made in between shows too.
 
@@ -68,6 +72,8 @@ _IN_ISDIR = 0x40000000
 _IN_ONLYDIR = 0x1000000
 _FILE_MASK = 0x4 | 0x2000000  # IN_ATTRIB | IN_DONT_FOLLOW: link counts, on the inode itself
 _IN_DONT_FOLLOW = 0x2000000
+# Events that change what a directory lists (for a subdirectory: it is listed again).
+_LISTING = 0x100 | 0x200  # IN_CREATE, IN_DELETE
 _IN_NONBLOCK = os.O_NONBLOCK
 _IN_CLOEXEC = 0o2000000
 _MASK = (
@@ -123,6 +129,9 @@ class Remembered:
     tree: str
     scan: ScanResult  # the walk itself, for scan.rescan
     dirty: set[str] = field(default_factory=set)
+    # Entries (relative paths, not directories) written, created, deleted or renamed
+    # since: each looked at again alone (walk.py's ``rescan``), not their directory.
+    changed: set[str] = field(default_factory=set)
     files_watched: bool = False  # every file of ``scan`` has its own watch
     # The capture's side (store/capture.py): the manifest state it wrote, and the
     # paths its next capture compares whatever changed (racily clean, unread).
@@ -142,8 +151,10 @@ class Watcher:
         self.root = str(root)
         self.broken = False
         self.out_of_watches = False  # the worktree has more directories than the limit
-        # Its files have no watches of their own (too many): captures stat them all.
+        # Its files have no watches of their own (too many): captures stat them
+        # (resident.py's ``_swept``, round robin from ``swept_at``).
         self.sweep = False
+        self.swept_at = 0
         self._paths: dict[int, str] = {}  # watch descriptor -> directory
         self._files: dict[int, set[str]] = {}  # file watch descriptor -> its paths (relative)
         self._file_inodes: dict[str, int] = {}  # relative path -> inode its watch is on
@@ -209,9 +220,8 @@ class Watcher:
                 continue
             if mask & _IN_IGNORED:  # the watch went with its directory (or was dropped)
                 where = self._paths.pop(wd, None)
-                for memory in self._memory.values():
-                    if where is not None:
-                        memory.dirty.add(where)
+                if where is not None:
+                    self._mark(where)
                 continue
             where = self._paths.get(wd)
             if (
@@ -223,25 +233,38 @@ class Watcher:
                 # Lost events, a moved directory (every path below it is
                 # stale) or new ignore rules: only a full walk is right.
                 self._memory.clear()
-                continue
-            for memory in self._memory.values():
-                memory.dirty.add(where)
+            elif not name or (mask & _IN_ISDIR and mask & _LISTING):
+                self._mark(where)  # the directory itself changed, or a subdirectory came or went
+            elif mask & _IN_ISDIR:
+                self._mark(os.path.join(where, os.fsdecode(name)))  # a subdirectory's mode
+            else:
+                self._mark_file(self._rel_in(where, name))  # one entry: written, came or went
+
+    def _mark(self, directory: str) -> None:
+        """List ``directory`` (absolute) again at the next capture of every walk."""
+        for memory in self._memory.values():
+            memory.dirty.add(directory)
+
+    def _mark_file(self, rel: str) -> None:
+        """Look at file ``rel`` again, alone, at the next capture of every walk."""
+        for memory in self._memory.values():
+            memory.changed.add(rel)
+
+    def _rel_in(self, directory: str, name: bytes) -> str:
+        # Decoded as the walk decodes names (os.scandir: the filesystem encoding).
+        parent, decoded = self.relative(directory), os.fsdecode(name)
+        return f"{parent}/{decoded}" if parent else decoded
 
     def _file_event(self, wd: int, mask: int) -> None:
-        """A file's own watch fired: its link count or attributes changed (or it went)."""
+        """A file's own watch fired: its link count, attributes or bytes changed (or it
+        went): its stat data is taken again, and a new link count makes it linked."""
         rels = self._files[wd]
         if mask & _IN_IGNORED:
             del self._files[wd]
             for rel in rels:
                 self._file_inodes.pop(rel, None)  # watched again when next seen
         for rel in rels:
-            where = self._absolute_dir(rel)
-            for memory in self._memory.values():
-                memory.dirty.add(where)
-
-    def _absolute_dir(self, rel: str) -> str:
-        parent = rel.rpartition("/")[0]
-        return os.path.join(self.root, parent) if parent else self.root
+            self._mark_file(rel)
 
     def watch_files(self, answer: Remembered) -> None:
         """Give every file of ``answer``'s walk a watch of its own (see the module doc):
@@ -272,8 +295,8 @@ class Watcher:
                 continue
             self._files.setdefault(wd, set()).add(rel)
             inodes[rel] = st[4]
-            if Signature.at(path) != st[1:]:  # None (gone) too
-                answer.dirty.add(self._absolute_dir(rel))
+            if Signature.at(path) != st[1:5]:  # None (gone) too
+                answer.changed.add(rel)
         self._recheck_racy_links(answer)
         answer.files_watched = not self.broken
 
@@ -291,7 +314,7 @@ class Watcher:
         for rel in swept if self.sweep else answer.scan.linked:
             st = entries.get(rel)
             if st is not None and now - st[2] < RACY_WINDOW_NS:
-                answer.dirty.add(self._absolute_dir(rel))
+                answer.changed.add(rel)
 
     def _watch_failed(self, path: str) -> None:
         import ctypes

@@ -8,6 +8,7 @@ import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import pytest
 from builders import blob_at, git, make_repo, open_engine, write
@@ -103,6 +104,7 @@ def plain_capture(engine: Engine) -> str:
         ("dir-rename", True),
         ("gitignore", True),
         ("dir-to-file", False),
+        ("file-to-dir", False),
     ],
 )
 def test_every_kind_of_change_is_seen(
@@ -132,6 +134,9 @@ def test_every_kind_of_change_is_seen(
         os.rename(root / "src/sub", root / "moved")
     elif change == "gitignore":
         write(root, "src/.gitignore", "*.py\n")
+    elif change == "file-to-dir":
+        os.unlink(root / "src/b.py")
+        write(root, "src/b.py/inside.txt", "now a directory\n")
     else:
         shutil.rmtree(root / "src/sub")
         write(root, "src/sub", "now a file\n")
@@ -428,3 +433,188 @@ def test_out_of_watches_for_files_only_means_a_sweep(
     outside.write_text("through another name\n")
     assert blob_at(engine, engine.capture().tree, "a.txt") == b"through another name\n"
     assert walks.count == 1
+
+
+class Listings:
+    """Counts the directories each capture lists (``_Walker._visit``; the real one runs)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.dirs: list[str] = []
+        real = scan_mod._Walker._visit
+
+        def visit(walker: scan_mod._Walker, d: scan_mod._Dir) -> list[scan_mod._Dir]:
+            self.dirs.append(d.rel)
+            return real(walker, d)
+
+        monkeypatch.setattr(scan_mod._Walker, "_visit", visit)
+
+
+@pytest.fixture
+def big(engine: Engine) -> Path:
+    """A directory of a few hundred files beside the engine's, captured once."""
+    for i in range(300):
+        write(engine.root, f"big/f{i:03}.txt", f"file {i}\n")
+    write(engine.root, "big/keep.log", "ignored\n")
+    engine.capture()
+    return engine.root / "big"
+
+
+def test_an_edit_looks_at_the_files_inotify_named_not_their_directory(
+    engine: Engine, big: Path, walks: Walks, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 24.1: a 10-file turn in a directory of thousands costs ten stats."""
+    listings = Listings(monkeypatch)
+    with open(big / "f007.txt", "a") as f:
+        f.write("appended\n")
+    (big / "f123.txt").write_text("rewritten in place\n")
+    os.chmod(big / "f200.txt", 0o755)
+    with open(big / "keep.log", "a") as f:  # an ignored file: nothing to do
+        f.write("more\n")
+    tree = engine.capture().tree
+    assert listings.dirs == [], "no directory listed again"
+    assert walks.count == 0 and walks.partial == 1
+    assert blob_at(engine, tree, "big/f007.txt") == b"file 7\nappended\n"
+    assert blob_at(engine, tree, "big/f123.txt") == b"rewritten in place\n"
+    assert engine.entry(tree, "big/f200.txt") is not None
+    assert engine.entry(tree, "big/f200.txt").mode == 0o100755  # type: ignore[union-attr]
+    assert tree == plain_capture(engine)
+
+
+def test_files_that_come_and_go_in_a_large_directory_are_looked_at_by_name(
+    engine: Engine, big: Path, walks: Walks, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A restore writes through a temp file renamed over the target: names, not listings."""
+    listings = Listings(monkeypatch)
+    (big / "new.txt").write_text("new\n")
+    os.rename(big / "f001.txt", big / "renamed.txt")
+    os.unlink(big / "f002.txt")
+    (big / ".tmp-f003").write_text("replaced\n")
+    os.rename(big / ".tmp-f003", big / "f003.txt")
+    (big / "new.log").write_text("ignored\n")
+    os.symlink("f004.txt", big / "link")
+    tree = engine.capture().tree
+    assert listings.dirs == [], "no directory listed again"
+    assert blob_at(engine, tree, "big/new.txt") == b"new\n"
+    assert blob_at(engine, tree, "big/renamed.txt") == b"file 1\n"
+    assert blob_at(engine, tree, "big/f001.txt") is None
+    assert blob_at(engine, tree, "big/f002.txt") is None
+    assert blob_at(engine, tree, "big/f003.txt") == b"replaced\n"
+    assert blob_at(engine, tree, "big/new.log") is None
+    assert blob_at(engine, tree, "big/link") == b"f004.txt"
+    assert tree == plain_capture(engine)
+
+
+def test_the_size_limit_for_new_files_holds_for_names_looked_at_alone(
+    engine: Engine, big: Path, data_dir: Path, resident: Resident, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    small = open_engine(engine.root, data_dir, max_new_file_size=1000, resident=resident)
+    small.capture()
+    listings = Listings(monkeypatch)
+    (big / "huge.bin").write_bytes(b"x" * 2000)
+    assert blob_at(small, small.capture().tree, "big/huge.bin") is None, "too large: skipped"
+    (big / "huge.bin").write_bytes(b"small now\n")
+    assert blob_at(small, small.capture().tree, "big/huge.bin") == b"small now\n"
+    assert listings.dirs == []
+
+
+def test_a_name_that_became_a_directory_lists_its_directory_again(
+    engine: Engine, big: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    listings = Listings(monkeypatch)
+    os.unlink(big / "f005.txt")
+    write(big, "f005.txt/inside.txt", "now a directory\n")
+    tree = engine.capture().tree
+    assert "big" in listings.dirs
+    assert blob_at(engine, tree, "big/f005.txt/inside.txt") == b"now a directory\n"
+    assert tree == plain_capture(engine)
+
+
+def test_a_racy_rewrite_is_read_again_though_its_stat_data_did_not_move(
+    engine: Engine, big: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Written within the clock's granularity of the capture: the stat data cannot tell."""
+    path = big / "f050.txt"
+    path.write_text("racy one\n")
+    engine.capture()  # right after the write: its stat data is not trusted
+    frozen = os.lstat(path)
+    path.write_text("racy two\n")  # same size; as if within the same clock tick
+    real = os.lstat
+
+    def lstat(target: object, *args: object, **kwargs: object) -> os.stat_result:
+        return frozen if str(target) == str(path) else real(target, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "lstat", lstat)
+    assert blob_at(engine, engine.capture().tree, "big/f050.txt") == b"racy two\n"
+
+
+def test_lost_events_mean_a_full_walk(
+    engine: Engine, big: Path, walks: Walks, resident: Resident
+) -> None:
+    """IN_Q_OVERFLOW: the kernel dropped events, nothing remembered can be trusted."""
+    watcher = watcher_of(resident, engine)
+    assert watcher is not None
+    (big / "f010.txt").write_text("changed\n")
+    watcher.poll()
+    watcher._absorb(watch._EVENT.pack(-1, watch._IN_Q_OVERFLOW, 0, 0))
+    tree = engine.capture().tree
+    assert walks.count == 1, "walked everything again"
+    assert blob_at(engine, tree, "big/f010.txt") == b"changed\n"
+
+
+def test_a_sweep_of_many_files_is_spread_over_captures(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, resident: Resident
+) -> None:
+    """Over the allowance and over SWEEP_PER_CAPTURE files: a share of them per capture,
+    round robin, so a write through a link made from outside shows a few captures late."""
+    from snapshotter.store import resident as resident_mod
+
+    monkeypatch.setattr(watch, "max_user_watches", lambda: 4)
+    monkeypatch.setattr(resident_mod, "SWEEP_PER_CAPTURE", 40)
+    old = 1_600_000_000_000_000_000  # out of the racy window: no file is looked at again
+    for d in range(10):
+        for i in range(20):
+            os.utime(write(engine.root, f"d{d}/f{i}.txt", f"{d}/{i}\n"), ns=(old, old))
+    engine.capture()
+    outside = tmp_path / "outside"
+    os.link(engine.root / "d3/f5.txt", outside)
+    outside.write_text("through another name\n")
+    stats = []
+    real = os.lstat
+
+    def lstat(path: object, *args: object, **kwargs: object) -> os.stat_result:
+        stats.append(path)
+        return real(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "lstat", lstat)
+    seen = []
+    for _ in range(7):  # 13 directories, two or three a capture
+        stats.clear()
+        seen.append(blob_at(engine, engine.capture().tree, "d3/f5.txt"))
+        assert len(stats) < 100, "a share of the 203 files, not all of them"
+    assert seen[-1] == b"through another name\n"
+    assert engine.capture().tree == plain_capture(engine)
+
+
+def test_a_kept_walk_holds_the_stat_caches_own_entries(
+    engine: Engine, big: Path, resident: Resident
+) -> None:
+    """Issue 24.5: one record a path in a watching process, not a walk's copy beside the
+    stat cache's (500k files took 660-752 MB)."""
+    old = 1_600_000_000_000_000_000  # out of the racy window: their entries are trusted
+    for path in big.glob("f0*.txt"):
+        os.utime(path, ns=(old, old))
+    engine.capture()
+    (big / "f001.txt").write_text("changed\n")
+    engine.capture()
+    watcher = watcher_of(resident, engine)
+    assert watcher is not None and resident.manifests is not None
+    (kept,) = watcher._memory.values()
+    manifest = resident.manifests.get(engine.store.root / "manifest")
+    assert manifest is not None
+    walked = kept.scan.entries
+    unchanged = [rel for rel in walked if rel.startswith("big/f0") and rel != "big/f001.txt"]
+    assert len(unchanged) == 99
+    for rel in unchanged:
+        assert walked[rel] is cast(object, manifest.entries[rel]), f"{rel}: a tuple of its own"
+    keys = {id(k) for k in walked}
+    assert all(id(k) in keys for k in manifest.entries if k in unchanged), "one string a path"
