@@ -36,9 +36,20 @@ Forward = Callable[[bytes], "bytes | None"]
 # Files with other hard links are re-checked by stat on every watched capture
 # (a write through another name raises no event here); past this, just walk.
 MAX_LINKED = 1000
-# Files without watches of their own (more than the user's inotify allowance) a
-# capture stats, round robin: all of them up to this many (~50 ms), else this share.
-SWEEP_PER_CAPTURE = 16384
+# Files without watches of their own (more than the user's inotify allowance):
+# each capture stats all of them (~1 s per 500k files), so a write made only
+# through a hard link created from outside shows in the checkpoint it belongs to.
+# SNAPSHOTTER_SWEEP=N trades that for speed: N of them a capture, round robin, and
+# such a write then shows a few captures late (a restore never overwrites it).
+SWEEP_ENV = "SNAPSHOTTER_SWEEP"
+
+
+def sweep_per_capture() -> int | None:
+    """How many unwatched files a capture stats (None: all of them; see SWEEP_ENV)."""
+    value = os.environ.get(SWEEP_ENV, "")
+    return int(value) if value.isdigit() and int(value) > 0 else None
+
+
 MAX_WATCHERS = 8  # one inotify instance each; the kernel allows 128 per user
 
 
@@ -223,13 +234,13 @@ def _relinked(root: str, last: ScanResult) -> set[str]:
 
 def _swept(root: str, last: ScanResult, watcher: watch.Watcher) -> set[str]:
     """Files whose stat data moved since ``last``, by stat alone, for files without
-    watches of their own (watch.py): every file, or SWEEP_PER_CAPTURE of them
+    watches of their own (watch.py): every file, or ``sweep_per_capture()`` of them
     (whole directories, from where the last capture's sweep stopped).
 
     A file linked from outside the worktree and written only through that
-    other name raises no event here: in a worktree of more files than that,
-    such a write shows up a few captures late (never lost: a restore reads
-    what it overwrites, restore.py). Directory by directory through an open
+    other name raises no event here: with a share set, such a write shows up
+    a few captures late (never lost: a restore reads what it overwrites,
+    restore.py). Directory by directory through an open
     descriptor: each stat resolves one name, not the whole path.
     """
     found: set[str] = set()
@@ -238,7 +249,8 @@ def _swept(root: str, last: ScanResult, watcher: watch.Watcher) -> set[str]:
     order = list(files)
     start = watcher.swept_at % len(order) if order else 0
     done = at = 0
-    while at < len(order) and done < SWEEP_PER_CAPTURE:
+    share = sweep_per_capture() or len(entries)
+    while at < len(order) and done < share:
         directory = order[(start + at) % len(order)]
         paths = files[directory]
         at += 1

@@ -22,9 +22,9 @@ Those watches come out of the user's inotify allowance
 (``fs.inotify.max_user_watches``, shared with editors and every other
 watcher): a worktree with more files than ``FILE_WATCH_SHARE`` of it gets
 none, and each capture then checks files' stat data instead (a "sweep": no
-listing, no ignore rules, no reading): all of them up to
-``resident.SWEEP_PER_CAPTURE``, round robin beyond, so a 500k-file worktree
-does not pay half a million stats per capture (issue 24.5). A file's watch
+listing, no ignore rules, no reading): all of them, so nothing is seen late,
+unless the user traded that for speed (``resident.SWEEP_ENV``: a share of
+them a capture, round robin). A file's watch
 is added after the walk saw it, so its stat data is taken again once the
 watch is in place: a link made in between shows too.
 

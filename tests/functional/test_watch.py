@@ -564,12 +564,10 @@ def test_lost_events_mean_a_full_walk(
 def test_a_sweep_of_many_files_is_spread_over_captures(
     engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, resident: Resident
 ) -> None:
-    """Over the allowance and over SWEEP_PER_CAPTURE files: a share of them per capture,
+    """Over the allowance, with SNAPSHOTTER_SWEEP=40: a share of the files per capture,
     round robin, so a write through a link made from outside shows a few captures late."""
-    from snapshotter.store import resident as resident_mod
-
     monkeypatch.setattr(watch, "max_user_watches", lambda: 4)
-    monkeypatch.setattr(resident_mod, "SWEEP_PER_CAPTURE", 40)
+    monkeypatch.setenv("SNAPSHOTTER_SWEEP", "40")
     old = 1_600_000_000_000_000_000  # out of the racy window: no file is looked at again
     for d in range(10):
         for i in range(20):
@@ -593,6 +591,33 @@ def test_a_sweep_of_many_files_is_spread_over_captures(
         assert len(stats) < 100, "a share of the 203 files, not all of them"
     assert seen[-1] == b"through another name\n"
     assert engine.capture().tree == plain_capture(engine)
+
+
+def test_over_the_allowance_every_capture_sees_a_write_through_an_outside_link(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, resident: Resident
+) -> None:
+    """By default the sweep stats every unwatched file: such a write is in the very
+    next capture, the checkpoint it belongs to (exactness first, issue 24)."""
+    from snapshotter.store.resident import SWEEP_ENV, sweep_per_capture
+
+    monkeypatch.delenv(SWEEP_ENV, raising=False)
+    assert sweep_per_capture() is None, "every unwatched file, unless the user trades it"
+    for value, share in (("40", 40), ("0", None), ("lots", None)):
+        monkeypatch.setenv(SWEEP_ENV, value)
+        assert sweep_per_capture() == share, value
+    monkeypatch.delenv(SWEEP_ENV)
+    monkeypatch.setattr(watch, "max_user_watches", lambda: 4)
+    old = 1_600_000_000_000_000_000  # out of the racy window: no file is looked at again
+    for d in range(10):
+        for i in range(20):
+            os.utime(write(engine.root, f"d{d}/f{i}.txt", f"{d}/{i}\n"), ns=(old, old))
+    engine.capture()
+    for d in (3, 8):
+        outside = tmp_path / f"outside{d}"
+        os.link(engine.root / f"d{d}/f5.txt", outside)
+        outside.write_text(f"through another name {d}\n")
+        tree = engine.capture().tree
+        assert blob_at(engine, tree, f"d{d}/f5.txt") == f"through another name {d}\n".encode()
 
 
 def test_a_kept_walk_holds_the_stat_caches_own_entries(
