@@ -17,6 +17,7 @@ _EXPORTS = {
     "FileChange": "snapshotter.models",
     "SkippedFile": "snapshotter.models",
     "RestoreReport": "snapshotter.models",
+    "Restoration": "snapshotter.checkpoints",
     "HookInput": "snapshotter.hooks.wire",
     "HookOutput": "snapshotter.hooks.wire",
     "SNAPSHOT_EVENTS": "snapshotter.hooks.events",
@@ -63,6 +64,7 @@ __all__ = [
     "NotAWorktree",
     "NothingToDo",
     "Registry",
+    "Restoration",
     "RestoreReport",
     "Result",
     "SkippedFile",
@@ -76,6 +78,7 @@ __all__ = [
 if TYPE_CHECKING:
     from typing import Any
 
+    from snapshotter.checkpoints import Restoration
     from snapshotter.engine import Engine
     from snapshotter.errors import (
         CaptureFailed,

@@ -7,6 +7,8 @@ source of the API's pydantic models (``models`` derives ``Checkpoint``,
 checkpoint field here is the whole edit, for the document and for ``--json``.
 They live at the bottom so that both sides can see them, and import no
 pydantic: a hook process records checkpoints on every event (issue 16.4).
+``Restoration`` is what an undo, redo, reset or restore did, likewise the source
+of the API's ``RestoreReport``: a restore from the shell loads no pydantic.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from snapshotter.names import Name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from snapshotter.models import Checkpoint
+    from snapshotter.models import Checkpoint, RestoreReport
 
 
 @dataclass(frozen=True)
@@ -76,3 +78,23 @@ class Record:
         from snapshotter.models import Checkpoint
 
         return Checkpoint.model_validate(self, from_attributes=True)
+
+
+@dataclass
+class Restoration:
+    """What one undo, redo, reset or restore did (the ``--json`` document)."""
+
+    checkpoint: list[int]
+    restored: list[Name]
+    removed: list[Name]
+    skipped: list[Name] = field(default_factory=list)  # not in the snapshot: left alone
+    # Ignored files (``name/``: directories) the checkpoints deleted: never stored, so
+    # not brought back (#26.3).
+    not_held: list[Name] = field(default_factory=list)
+    dry_run: bool = False
+
+    def to_model(self) -> RestoreReport:
+        """The API's ``RestoreReport`` of this record."""
+        from snapshotter.models import RestoreReport
+
+        return RestoreReport.model_validate(self, from_attributes=True)

@@ -28,7 +28,7 @@ from pydantic import (
 )
 
 from snapshotter import names
-from snapshotter.checkpoints import Change, Record, Skipped
+from snapshotter.checkpoints import Change, Record, Restoration, Skipped
 from snapshotter.config import Kind as Kind
 from snapshotter.config import Status as Status
 from snapshotter.config import now_iso as now_iso
@@ -97,22 +97,10 @@ if TYPE_CHECKING:
 
     class Checkpoint(BaseModel, Record): ...
 
+    class RestoreReport(BaseModel, Restoration): ...
+
 else:
     FileChange = _model("FileChange", Change)
     SkippedFile = _model("SkippedFile", Skipped)
     Checkpoint = _model("Checkpoint", Record)
-
-
-class RestoreReport(BaseModel):
-    """What one undo, redo or reset did (the ``--json`` document)."""
-
-    model_config = ConfigDict(defer_build=True)  # never needed by ``snapshotter hook``
-
-    checkpoint: list[int]
-    restored: list[PathName]
-    removed: list[PathName]
-    skipped: list[PathName] = Field(default_factory=list)  # not in the snapshot: left alone
-    # Ignored files (``name/``: directories) the checkpoints deleted: never stored, so
-    # not brought back (#26.3).
-    not_held: list[PathName] = Field(default_factory=list)
-    dry_run: bool = False
+    RestoreReport = _model("RestoreReport", Restoration)

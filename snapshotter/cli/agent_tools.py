@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 from snapshotter.errors import BadInput, Conflict
 
 if TYPE_CHECKING:
+    from snapshotter.checkpoints import Restoration
     from snapshotter.cli.context import Ctx
     from snapshotter.engine import CheckpointDiff, Engine
-    from snapshotter.models import RestoreReport
 
 # Where a runtime may tell its MCP servers which session they serve, in the order
 # trusted. Each counts only if the hooks reported that session here (Claude
@@ -180,10 +180,10 @@ class AgentTools:
     def _done(self, op: str, act: Any) -> dict[str, Any]:
         """The report of ``act``; a refusal over the user's edits as data the model relays."""
         try:
-            rep: RestoreReport = act()
+            rep: Restoration = act()
         except Conflict as exc:
             raise Refusal(_refusal(op, exc)) from exc
-        return rep.model_dump(mode="json")
+        return rep.to_model().model_dump(mode="json")
 
 
 def _refusal(op: str, exc: Conflict) -> dict[str, Any]:

@@ -16,9 +16,9 @@ from snapshotter.config import MANUAL_SESSION
 from snapshotter.names import display, encode
 
 if TYPE_CHECKING:
+    from snapshotter.checkpoints import Restoration
     from snapshotter.engine.maintenance import GcReport
     from snapshotter.engine.moved import Recovered
-    from snapshotter.models import RestoreReport
 
 # Where stdout cannot encode them (PYTHONIOENCODING=latin-1), use_ascii() swaps these.
 NESTED = "├ "  # a tool of the turn listed right below it
@@ -217,11 +217,11 @@ _INFINITIVE = {"undid": "undo", "redid": "redo", "reset": "reset", "restored": "
 SHOWN_FILES = 10  # a report names this many files, then "… and N more" (--verbose: all)
 
 
-def report(verb: str, rep: RestoreReport, as_json: bool, verbose: bool = False) -> None:
+def report(verb: str, rep: Restoration, as_json: bool, verbose: bool = False) -> None:
     """What an undo, redo, reset or restore did: one line, then the files (the first
     ``SHOWN_FILES`` of them unless ``verbose``: a restore of 950 files reads, #26.4)."""
     if as_json:
-        emit_json(rep.model_dump(mode="json"))
+        emit_json(rep.to_model().model_dump(mode="json"))
         return
     done = "would restore" if rep.dry_run else "restored"
     gone = "would remove" if rep.dry_run else "removed"

@@ -27,8 +27,8 @@ verbose_option = click.option(
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from snapshotter.checkpoints import Restoration
     from snapshotter.engine import Engine, RestoreOptions
-    from snapshotter.models import RestoreReport
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ class Restoring:
         session = self.session(engine)
         return session if self.session_id else engine.acting_session(session, op)
 
-    def report(self, verb: str, rep: RestoreReport) -> None:
+    def report(self, verb: str, rep: Restoration) -> None:
         from snapshotter.cli import output
 
         output.report(verb, rep, self.as_json, self.verbose)

@@ -28,12 +28,12 @@ from snapshotter.store.shadow import Store
 from snapshotter.store.workspace import Workspace
 
 if TYPE_CHECKING:
-    from snapshotter.checkpoints import Record
+    from snapshotter.checkpoints import Record, Restoration
     from snapshotter.history.maintenance import GcReport
     from snapshotter.history.oplog import Operation as Operation
     from snapshotter.history.recorder import Recorder
     from snapshotter.history.retention import Policy
-    from snapshotter.models import Checkpoint, RestoreReport
+    from snapshotter.models import Checkpoint
     from snapshotter.store.resident import Resident
 
 __all__ = [
@@ -306,7 +306,7 @@ class Engine(Workspace):
 
     def undo(
         self, session_id: str, *, by: Actor = "shell", **how: Unpack[RestoreOptions]
-    ) -> RestoreReport:
+    ) -> Restoration:
         """Revert the session's newest checkpoint (a turn with its tools).
 
         Conflict when a file it would touch changed since, unless ``force``;
@@ -318,7 +318,7 @@ class Engine(Workspace):
 
     def redo(
         self, session_id: str, *, by: Actor = "shell", **how: Unpack[RestoreOptions]
-    ) -> RestoreReport:
+    ) -> Restoration:
         """Put back exactly what the session's last undo, reset or restore took away."""
         from snapshotter.history.undo import redo
 
@@ -331,7 +331,7 @@ class Engine(Workspace):
         *,
         by: Actor = "shell",
         **how: Unpack[RestoreOptions],
-    ) -> RestoreReport:
+    ) -> Restoration:
         """Revert every checkpoint of the session after ``keep`` (None: all of them)."""
         from snapshotter.history.undo import reset
 
@@ -346,7 +346,7 @@ class Engine(Workspace):
         after: bool = False,
         by: Actor = "shell",
         **how: Unpack[RestoreOptions],
-    ) -> RestoreReport:
+    ) -> Restoration:
         """Put worktree ``paths`` back as they were before checkpoint ``checkpoint_id``
         (``after``: after it); a directory takes the files below it. Part of an undo,
         with its guarantees: refused over later edits unless ``force``, and redo
@@ -356,7 +356,7 @@ class Engine(Workspace):
         done = restore_files(self, session_id, checkpoint_id, paths, after=after, **how)
         return self._logged("restore", by, session_id, done)
 
-    def _logged(self, op: str, by: Actor, session_id: str, rep: RestoreReport) -> RestoreReport:
+    def _logged(self, op: str, by: Actor, session_id: str, rep: Restoration) -> Restoration:
         from snapshotter.history import oplog
 
         oplog.log_restore(self.store, op, by, session_id, rep)

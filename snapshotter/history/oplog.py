@@ -27,7 +27,7 @@ from snapshotter.history.state_file import load
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from snapshotter.models import RestoreReport
+    from snapshotter.checkpoints import Restoration
     from snapshotter.store.shadow import Store
 
 LOG_FILE = "oplog.jsonl"
@@ -51,7 +51,7 @@ class Operation:
         return asdict(self)
 
 
-def log_restore(store: Store, op: str, by: Actor, session_id: str, rep: RestoreReport) -> None:
+def log_restore(store: Store, op: str, by: Actor, session_id: str, rep: Restoration) -> None:
     """Log an undo, redo, reset or restore that was done (a dry run is not logged)."""
     if rep.dry_run:
         return

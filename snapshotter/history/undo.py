@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 
-from snapshotter.checkpoints import NOT_HELD_IGNORED, Record
+from snapshotter.checkpoints import NOT_HELD_IGNORED, Record, Restoration
 from snapshotter.config import MANUAL_SESSION
 from snapshotter.errors import NotFound, NothingToDo, StoreError
 from snapshotter.history import journal
@@ -26,14 +26,13 @@ from snapshotter.history.lost import require
 from snapshotter.history.records import Mark, RedoEntry, State
 from snapshotter.history.safety import take_safety
 from snapshotter.history.state_file import editing
-from snapshotter.models import RestoreReport
 from snapshotter.store.restore import RestoreResult, check_path
 from snapshotter.store.workspace import Workspace
 
 
 def undo_last(
     workspace: Workspace, session_id: str, *, force: bool = False, dry_run: bool = False
-) -> RestoreReport:
+) -> Restoration:
     """Revert the session's newest not-undone top-level checkpoint."""
     with editing(workspace.store) as state:
         target = _newest_top_level(state, session_id)
@@ -49,7 +48,7 @@ def reset(
     *,
     force: bool = False,
     dry_run: bool = False,
-) -> RestoreReport:
+) -> Restoration:
     """Revert every checkpoint after ``keep`` (all of them when ``keep`` is None).
 
     Those of the session and, beside them, the user's own (``MANUAL_SESSION``):
@@ -88,7 +87,7 @@ def restore_files(
     after: bool = False,
     force: bool = False,
     dry_run: bool = False,
-) -> RestoreReport:
+) -> Restoration:
     """Put ``paths`` back as they were before checkpoint ``checkpoint_id`` (``after``: after it).
 
     Part of a checkpoint, with undo's guarantees: the safety capture holds the
@@ -162,7 +161,7 @@ def _expand(
 
 def redo(
     workspace: Workspace, session_id: str, *, force: bool = False, dry_run: bool = False
-) -> RestoreReport:
+) -> Restoration:
     """Put back what the session's last undo or reset took away."""
     with editing(workspace.store) as state:
         sess = state.session(session_id)
@@ -249,7 +248,7 @@ def _revert(
     op: str,
     force: bool,
     dry_run: bool,
-) -> RestoreReport:
+) -> Restoration:
     # The newest checkpoint touching a path says what it must look like now;
     # the oldest one says what to put back.
     expected: dict[str, str] = {}
@@ -380,11 +379,11 @@ def _plan(workspace: Workspace, steps: list[tuple[str, list[str]]]) -> RestoreRe
     return total
 
 
-def _report(state: State, ids: list[int], result: RestoreResult, dry_run: bool) -> RestoreReport:
+def _report(state: State, ids: list[int], result: RestoreResult, dry_run: bool) -> Restoration:
     """What was done, naming the skipped files a restore could not bring back, and the
     ignored ones the checkpoints deleted (never held)."""
     found = [s for cp in state.checkpoints if cp.id in ids or cp.parent in ids for s in cp.skipped]
-    return RestoreReport(
+    return Restoration(
         checkpoint=ids,
         restored=result.restored,
         removed=result.removed,

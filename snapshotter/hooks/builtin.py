@@ -296,7 +296,7 @@ class SnapshotController:
     ) -> RestoreReport:
         """Revert the session's newest checkpoint (``Engine.undo``)."""
         engine = self._engine(cwd)
-        return engine.undo(self._session(engine, session_id), by="hook", **how)
+        return engine.undo(self._session(engine, session_id), by="hook", **how).to_model()
 
     def redo(
         self,
@@ -306,7 +306,7 @@ class SnapshotController:
     ) -> RestoreReport:
         """Put back what the session's last undo or reset took away (``Engine.redo``)."""
         engine = self._engine(cwd)
-        return engine.redo(self._session(engine, session_id), by="hook", **how)
+        return engine.redo(self._session(engine, session_id), by="hook", **how).to_model()
 
     def reset(
         self,
@@ -317,7 +317,7 @@ class SnapshotController:
     ) -> RestoreReport:
         """Revert every checkpoint after ``keep``; ``keep=None`` goes back to the original."""
         engine = self._engine(cwd)
-        return engine.reset(self._session(engine, session_id), keep, by="hook", **how)
+        return engine.reset(self._session(engine, session_id), keep, by="hook", **how).to_model()
 
     def auto_inject(self, config: HooksConfig | dict[str, Any] | None) -> HooksConfig:
         """Add the builtin where ``settings: snapshot: true`` would (idempotent)."""

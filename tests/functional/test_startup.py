@@ -185,11 +185,10 @@ def cli_probe(tmp_path: Path, root: Path, *args: str) -> dict[str, object]:
     return found
 
 
-def test_commands_that_print_checkpoints_as_text_load_no_pydantic(
-    tmp_path: Path, data_dir: Path
-) -> None:
-    """`list`, `show`, `diff` and `log` read the stored records (Engine.records): the
-    models (~120 ms of start-up) only for --json, where they are the document."""
+def test_commands_that_print_as_text_load_no_pydantic(tmp_path: Path, data_dir: Path) -> None:
+    """`list`, `show`, `diff` and `log` read the stored records (Engine.records), and
+    `undo` and `redo` report a ``Restoration``: the models (~100 ms of start-up) only
+    for --json, where they are the document."""
     root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
     base = {"session_id": "s", "cwd": str(root)}
     probe(tmp_path, data_dir, {**base, "hook_event_name": "turn_start"})
@@ -201,6 +200,8 @@ def test_commands_that_print_checkpoints_as_text_load_no_pydantic(
         "diff 1": "+changed",
         "diff 1.. --stat": "a.txt",
         "log": "no undo, redo",
+        "undo": "undid checkpoint 1",
+        "redo": "redid checkpoint 1",
     }
     for command, expected in shown.items():
         found = cli_probe(tmp_path, root, "--data-dir", str(data_dir), *command.split())
@@ -209,4 +210,7 @@ def test_commands_that_print_checkpoints_as_text_load_no_pydantic(
         assert not extra, f"`snapshotter {command}` loaded pydantic: {extra}"
     found = cli_probe(tmp_path, root, "--data-dir", str(data_dir), "list", "--json")
     assert json.loads(str(found["out"]))[0]["files"] == [{"path": "a.txt", "status": "modified"}]
+    assert loaded(found["modules"], PYDANTIC), "--json prints the API's models"
+    found = cli_probe(tmp_path, root, "--data-dir", str(data_dir), "undo", "--dry-run", "--json")
+    assert json.loads(str(found["out"]))["dry_run"] is True, found["out"]
     assert loaded(found["modules"], PYDANTIC), "--json prints the API's models"

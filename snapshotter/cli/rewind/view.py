@@ -27,8 +27,9 @@ from snapshotter.names import display
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from snapshotter.checkpoints import Restoration
     from snapshotter.engine import Engine, FileDiff
-    from snapshotter.models import Checkpoint, RestoreReport
+    from snapshotter.models import Checkpoint
 
 Focus = Literal["list", "files", "diff"]
 FOCI: tuple[Focus, ...] = ("list", "files", "diff")
@@ -48,8 +49,8 @@ class Pending:
 
     title: str
     verb: str
-    act: Callable[..., RestoreReport]
-    plan: RestoreReport | None = None
+    act: Callable[..., Restoration]
+    plan: Restoration | None = None
     refused: dict[str, str] = field(default_factory=dict)
 
     def lines(self) -> list[str]:
@@ -259,7 +260,7 @@ class View:
             lambda **how: self.engine.restore_files(self.session, cp.id, paths, **how),
         )
 
-    def _ask(self, title: str, verb: str, act: Callable[..., RestoreReport]) -> None:
+    def _ask(self, title: str, verb: str, act: Callable[..., Restoration]) -> None:
         """Keep ``act`` as pending with its dry run; on a refusal, the files and the dry
         run with ``--force``. Nothing to do, or an error, is only a message."""
         self.message = ""
@@ -315,7 +316,7 @@ class View:
         self.message = "cancelled: nothing changed"
 
 
-def _same(plan: RestoreReport, shown: RestoreReport | None) -> bool:
+def _same(plan: Restoration, shown: Restoration | None) -> bool:
     """Whether a dry run would do what the question showed."""
     return shown is not None and (plan.checkpoint, plan.restored, plan.removed) == (
         shown.checkpoint,
@@ -324,7 +325,7 @@ def _same(plan: RestoreReport, shown: RestoreReport | None) -> bool:
     )
 
 
-def _done(verb: str, rep: RestoreReport) -> str:
+def _done(verb: str, rep: Restoration) -> str:
     """What an action did, and how to take it back."""
     ids = ", ".join(str(i) for i in rep.checkpoint)
     said = f"{verb} checkpoint {ids}: {len(rep.restored)} restored, {len(rep.removed)} removed"

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from snapshotter.checkpoints import Restoration
 from snapshotter.cli import output
-from snapshotter.models import Checkpoint, FileChange, RestoreReport, SkippedFile
+from snapshotter.models import Checkpoint, FileChange, SkippedFile
 
 
 def checkpoint(id: int, **fields: object) -> Checkpoint:
@@ -97,7 +99,7 @@ def test_an_empty_list_says_so(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_a_report_says_what_was_done_or_would_be(capsys: pytest.CaptureFixture[str]) -> None:
-    report = RestoreReport(checkpoint=[3, 4], restored=["a"], removed=["b"], skipped=["c"])
+    report = Restoration(checkpoint=[3, 4], restored=["a"], removed=["b"], skipped=["c"])
     output.report("undid", report, as_json=False)
     assert capsys.readouterr().out.splitlines() == [
         "undid checkpoints 3, 4: 1 restored, 1 removed",
@@ -106,7 +108,7 @@ def test_a_report_says_what_was_done_or_would_be(capsys: pytest.CaptureFixture[s
         "  ! left alone c (skipped when recorded: not in the snapshot)",
         "run `snapshotter redo` to put it back",
     ]
-    output.report("redid", report.model_copy(update={"dry_run": True}), as_json=False)
+    output.report("redid", dataclasses.replace(report, dry_run=True), as_json=False)
     assert capsys.readouterr().out.splitlines()[0] == (
         "would redo checkpoints 3, 4: 1 would restore, 1 would remove"
     )
@@ -178,7 +180,7 @@ def test_show_gives_the_local_time_and_the_whole_prompt(
 
 
 def test_a_long_restore_is_summarised_unless_verbose(capsys: pytest.CaptureFixture[str]) -> None:
-    many = RestoreReport(checkpoint=[5], restored=[f"f{i:03}" for i in range(950)], removed=[])
+    many = Restoration(checkpoint=[5], restored=[f"f{i:03}" for i in range(950)], removed=[])
     output.report("undid", many, as_json=False)
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "undid checkpoint 5: 950 restored, 0 removed"
@@ -191,5 +193,5 @@ def test_a_long_restore_is_summarised_unless_verbose(capsys: pytest.CaptureFixtu
 def test_a_redo_of_forced_edits_names_no_empty_checkpoint(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    output.report("redid", RestoreReport(checkpoint=[], restored=["a"], removed=[]), False)
+    output.report("redid", Restoration(checkpoint=[], restored=["a"], removed=[]), False)
     assert capsys.readouterr().out.splitlines()[0] == "redid your edits: 1 restored, 0 removed"

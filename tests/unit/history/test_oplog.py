@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, cast
 
 import pytest
 
+from snapshotter.checkpoints import Restoration
 from snapshotter.history import oplog
 from snapshotter.history.records import RedoEntry, State
 from snapshotter.history.state_file import save
-from snapshotter.models import RestoreReport
 
 if TYPE_CHECKING:
     from snapshotter.store.shadow import Store
@@ -22,8 +22,8 @@ def store_at(root: Path) -> Store:
     return cast("Store", SimpleNamespace(root=root))
 
 
-def report(dry_run: bool = False) -> RestoreReport:
-    return RestoreReport(checkpoint=[3], restored=["a", "b"], removed=["c"], dry_run=dry_run)
+def report(dry_run: bool = False) -> Restoration:
+    return Restoration(checkpoint=[3], restored=["a", "b"], removed=["c"], dry_run=dry_run)
 
 
 def test_a_restore_is_logged_with_who_and_what_redo_would_reverse(tmp_path: Path) -> None:
