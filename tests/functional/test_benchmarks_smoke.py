@@ -181,9 +181,10 @@ def check_summary(document: dict[str, Any], label: str, checkpoints: bool = Fals
     assert all(r["median"] >= 0 and r["n"] >= 1 for r in document["rows"]), document["rows"]
 
 
-def test_runner_measures_every_figure_on_a_synthetic_tree_and_a_worktree_copy(
-    tmp_path: Path,
-) -> None:
+def test_runner_measures_every_figure_then_reuses_its_cached_tree(tmp_path: Path) -> None:
+    """One run on a synthetic tree (kept in a cache) and a worktree copy; a second run
+    on the cached tree, its reference's first capture cut off at once. Three worktree
+    runs in all: each costs seconds of the suite."""
     source = tmp_path / "project"
     source.mkdir()
     git(source, "init", "-q", "-b", "main")
@@ -195,9 +196,12 @@ def test_runner_measures_every_figure_on_a_synthetic_tree_and_a_worktree_copy(
     write(source, "notes.md", "untracked, kept\n")
     write(source, "debug.log", "ignored\n")
     before = fingerprint(source)
+    cache = tmp_path / "cache"
 
     done, document = bench(
-        tmp_path, "--sizes", "200", "--checkpoints", "5", "--worktree", str(source)
+        tmp_path,
+        *("--sizes", "200", "--cache", str(cache), "--checkpoints", "5"),
+        *("--worktree", str(source)),
     )
 
     for title in (
@@ -224,15 +228,10 @@ def test_runner_measures_every_figure_on_a_synthetic_tree_and_a_worktree_copy(
     assert document["targets"]
     # The user's worktree was only read; the temp dir is gone; no hook server is left.
     assert fingerprint(source) == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["project", "results.json", "tmp"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "project", "results.json", "tmp"]
     assert list((tmp_path / "tmp").iterdir()) == []
     assert processes_with_home_under(tmp_path) == []
 
-
-def test_cached_tree_is_reused_and_left_as_generated(tmp_path: Path) -> None:
-    cache = tmp_path / "cache"
-    args = ("--sizes", "200", "--cache", str(cache), "--checkpoints", "0", "--cold-rounds", "1")
-    bench(tmp_path, *args)
     (kept,) = cache.glob("synthetic-200-*")
     root = kept / "worktree"
     ready = (kept / "ready.json").stat().st_mtime_ns
@@ -241,7 +240,11 @@ def test_cached_tree_is_reused_and_left_as_generated(tmp_path: Path) -> None:
     assert pristine == "?? assets/\n?? notes/\n", pristine
 
     # The reference's first capture stopped at once: a lower bound, and the run goes on.
-    done, document = bench(tmp_path, *args, "--reference-first-limit", "0.001")
+    done, document = bench(
+        tmp_path,
+        *("--sizes", "200", "--cache", str(cache), "--checkpoints", "0", "--cold-rounds", "1"),
+        *("--reference-first-limit", "0.001"),
+    )
 
     check_summary(document, "200")
     (first,) = [r for r in document["summary"] if r["key"] == "first"]
@@ -252,3 +255,4 @@ def test_cached_tree_is_reused_and_left_as_generated(tmp_path: Path) -> None:
     assert (root / ".gitignore").stat().st_ino == inode, "the cached tree was regenerated"
     assert git(root, "status", "--porcelain") == pristine, "the run's edits were left behind"
     assert [p.name for p in cache.iterdir()] == [kept.name], "a temp dir was left in the cache"
+    assert processes_with_home_under(tmp_path) == []
