@@ -292,6 +292,41 @@ def test_a_stat_mismatch_is_hashed_from_the_file(
     assert tree == hashed_tree(root, tmp_path / "data2", monkeypatch)
 
 
+@pytest.mark.parametrize(
+    ("field", "moved"),
+    [
+        (0, 0o100755),  # mode
+        (1, 1),  # size
+        (2, 1),  # mtime, by a nanosecond
+        (2, 10**9),  # mtime, by a second
+        (3, 1),  # ctime, by a nanosecond
+        (3, 10**9),  # ctime, by a second
+        (4, 1),  # inode
+    ],
+    ids=["mode", "size", "mtime-ns", "mtime-s", "ctime-ns", "ctime-s", "inode"],
+)
+def test_one_stat_field_off_is_never_trusted(tmp_path: Path, field: int, moved: int) -> None:
+    """The index's stat data must match the file's in every field git compares, to the
+    nanosecond (``candidates`` spells the rule out inline, for speed: this pins it to
+    ``_matches``, one field off at a time)."""
+    root = committed(tmp_path / "repo")
+    index = index_file(root)
+    entries = {e.path: e for e in gitindex.read_entries(index.read_bytes()) or []}
+    exact = {rel: stat_of(root / rel) for rel in entries}
+    found = seed_mod.candidates(index, exact, root)
+    assert found is not None and found.trusted == {rel: e.oid for rel, e in entries.items()}
+    assert all(seed_mod._matches(entries[rel], st) for rel, st in exact.items())
+    rel = "src/d3/f3.txt"
+    off = list(exact[rel])
+    off[field] = moved if field == 0 else off[field] + moved
+    stale = {**exact, rel: (off[0], off[1], off[2], off[3], off[4])}
+    found = seed_mod.candidates(index, stale, root)
+    assert found is not None
+    assert rel not in found.trusted and rel not in found.racy, "hashed from the file"
+    assert len(found.trusted) == len(entries) - 1, "only that entry is doubted"
+    assert not seed_mod._matches(entries[rel], stale[rel]), "the one rule, spelled twice"
+
+
 def racy_setup(
     root: Path, tmp_path: Path, rel: str, nanoseconds: int = 500_000_000
 ) -> tuple[bytes, bytes, int]:
