@@ -141,13 +141,35 @@ class IndexFile:
         return [(name, unpack_mode(data, at + _MODE_AT)[0]) for at, name, _ext in self.walk()]
 
     def entries(self) -> Iterator[IndexEntry]:
-        """Each entry whole, in order."""
+        """Each entry whole, in order: ``walk``'s loop with the fields unpacked in it
+        (at 20k entries a walk plus an unpack per entry took twice as long)."""
         # ctime s/ns, mtime s/ns, dev, ino, mode, uid, gid, size, object id, flags.
         unpack = struct.Struct(f">10I{self.oid_size}sH").unpack_from
-        data, make = self.data, IndexEntry._make
-        for at, name, extended in self.walk():
-            path = name.decode(_FS_ENCODING, _FS_ERRORS)  # os.fsdecode, faster
-            yield make((path, *unpack(data, at), extended))
+        unpack_flags, new = _FLAGS.unpack_from, tuple.__new__
+        data, version, find = self.data, self.version, self.data.index
+        names_at = _STAT_BYTES + self.oid_size + 2
+        offset = _HEADER.size
+        previous = b""
+        for _ in range(self.count):
+            fields = unpack(data, offset)
+            pos = offset + names_at
+            extended = 0
+            if version >= 3 and fields[11] & _EXTENDED:
+                (extended,) = unpack_flags(data, pos)
+                pos += 2
+            if version == 4:
+                strip, pos = read_offset(data, pos)
+                end = find(b"\0", pos)
+                previous = previous[: len(previous) - strip] + data[pos:end]
+                following = end + 1
+            else:
+                end = find(b"\0", pos)
+                previous = data[pos:end]
+                following = offset + ((end - offset + 8) & ~7)
+            path = previous.decode(_FS_ENCODING, _FS_ERRORS)  # os.fsdecode, faster
+            yield new(IndexEntry, (path, *fields, extended))
+            offset = following
+        self.end = offset
 
     def link(self) -> bytes | None:
         """The split index's ``link`` extension (the shared index's id, two bitmaps)."""
