@@ -64,16 +64,23 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forked)
 
 
-def wrote(path: str | os.PathLike[str], directory: str | None = None) -> None:
+def wrote(path: str | os.PathLike[str]) -> None:
     """``path`` was written (or linked or renamed into place): its bytes and its name
-    are made durable by the next ``settle``. ``directory``: ``path``'s, when the
-    caller has it at hand (10k linked objects spent a third of this in dirname)."""
+    are made durable by the next ``settle``."""
     name = os.fspath(path)
-    if directory is None:
-        directory = os.path.dirname(name)
     with _lock:
         _generation[0] += 1
-        _files[name] = _dirs[directory] = _generation[0]
+        _files[name] = _dirs[os.path.dirname(name)] = _generation[0]
+
+
+def wrote_in(directory: str, names: Iterable[str]) -> None:
+    """Each of ``names`` was written (or linked) in ``directory``: ``wrote`` for many
+    files at once (a first capture links thousands of loose objects)."""
+    with _lock:
+        _generation[0] += 1
+        generation = _generation[0]
+        _files.update(dict.fromkeys((f"{directory}/{name}" for name in names), generation))
+        _dirs[directory] = generation
 
 
 def entered(directory: str | os.PathLike[str]) -> None:

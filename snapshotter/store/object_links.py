@@ -161,7 +161,7 @@ def _link_loose(
     """
     src_root, dst_root = os.fspath(src_objects), os.fspath(dst_objects)
     uid = _uid()
-    made: set[str] = set()
+    linked: dict[str, list[str]] = {}  # fan-out directory -> the names linked in it
     failed: set[bytes] = set()
     vanished: set[bytes] = set()
     try:
@@ -183,22 +183,23 @@ def _link_loose(
                 failed.add(oid)
                 continue
             try:
-                if fan_name not in made:
+                names = linked.get(fan_name)
+                if names is None:
                     _make_fan_out(dst_root, fan_name)
-                    made.add(fan_name)
+                    names = linked[fan_name] = []
                 header = _link_open(fd, src, dst_fd, f"{fan_name}/{file_name}", uid)
             except OSError:
                 failed.add(oid)
                 continue
             finally:
                 os.close(fd)
-            # The source may not have synced it.
-            fan_out = f"{dst_root}/{fan_name}"
-            durable.wrote(f"{fan_out}/{file_name}", fan_out)
+            names.append(file_name)
             if header is not None:
                 headers[oid] = header
     finally:
         os.close(dst_fd)
+        for fan_name, names in linked.items():  # the source may not have synced them
+            durable.wrote_in(f"{dst_root}/{fan_name}", names)
     return failed, vanished
 
 
