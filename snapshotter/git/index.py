@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import struct
 import sys
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import NamedTuple, TypeVar
@@ -187,6 +188,35 @@ class IndexFile:
         return None
 
 
+# One thread's index entries kept from ``parse`` for ``iter_split_entries``: a first
+# capture's walk reads the index for its paths, then seeding for its stat data
+# (``keep_entries``). At most this many (a few MB): past it, read twice.
+KEEP_MAX = 100_000
+_kept = threading.local()
+
+
+def keep_entries() -> None:
+    """The next ``parse`` in this thread keeps the entries it reads, for the next
+    ``iter_split_entries`` of the same bytes (which drops them); ``drop_entries``
+    drops them unused."""
+    _kept.armed, _kept.slot = True, None
+
+
+def drop_entries() -> None:
+    _kept.armed, _kept.slot = False, None
+
+
+def _keeping(own: IndexFile) -> list[IndexEntry] | None:
+    """The entries of ``own`` if it is to be kept (armed, not split, small): read whole."""
+    if not getattr(_kept, "armed", False):
+        return None
+    _kept.armed = False
+    if own.count > KEEP_MAX:
+        return None
+    entries = list(own.entries())
+    return entries if own.link() is None else None
+
+
 def parse(
     data: bytes, oid_size: int = SHA1_SIZE, git_dir: Path | None = None
 ) -> dict[str, int] | None:
@@ -201,6 +231,13 @@ def parse(
     own = IndexFile.read(data, oid_size, verify=False)
     if own is None:
         return None
+    whole = _keeping(own)
+    if whole is not None:
+        _kept.slot = (oid_size, data, whole)
+        found: dict[str, int] = {}
+        for entry in whole:
+            found.setdefault(entry.path, entry.mode)
+        return found
     entries: Iterable[tuple[bytes, int]] = own.modes()  # (walked: the link is found fast)
     link = own.link()
     if link is not None and link[:oid_size] != bytes(oid_size):
@@ -250,6 +287,11 @@ def iter_split_entries(
     own = IndexFile.read(data, oid_size, verify=True)
     if own is None:
         return None
+    slot = getattr(_kept, "slot", None)
+    if slot is not None:
+        _kept.slot = None
+        if slot[0] == oid_size and slot[1] == data:  # kept by ``parse`` (not split)
+            return iter(slot[2]), None
     link = own.link()
     if link is None or link[:oid_size] == bytes(oid_size):
         return own.entries(), None

@@ -245,10 +245,25 @@ def test_only_files_the_index_does_not_know_are_read(
     root = committed(tmp_path / "repo")
     write(root, "untracked.txt", "new\n")
     write(root, "src/d1/f1.txt", "edited since the commit\n")
+    index_reads: list[str] = []  # each parse of the index's entries, paths or whole
+    whole, paths = gitindex.IndexFile.entries, gitindex.IndexFile.modes
+
+    def entries(self: gitindex.IndexFile) -> Iterator[gitindex.IndexEntry]:
+        index_reads.append("entries")
+        return whole(self)
+
+    def modes(self: gitindex.IndexFile) -> list[tuple[bytes, int]]:
+        index_reads.append("modes")
+        return paths(self)
+
+    monkeypatch.setattr(gitindex.IndexFile, "entries", entries)
+    monkeypatch.setattr(gitindex.IndexFile, "modes", modes)
     engine = open_engine(root, data_dir)
     tree = engine.capture().tree
     assert sorted(reads) == ["src/d1/f1.txt", "untracked.txt"]
     assert blob_at(engine, tree, "src/d1/f1.txt") == b"edited since the commit\n"
+    assert index_reads == ["entries"], "the walk's read of the index is seeding's too"
+    assert getattr(gitindex._kept, "slot", None) is None, "and not kept past the capture"
     assert tree == hashed_tree(root, tmp_path / "data2", monkeypatch)
 
 
