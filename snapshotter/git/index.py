@@ -11,6 +11,10 @@ libgit2 reads neither of the last two. One walk over the entries
   flags), checksum checked, parsed as iterated: seeding keeps only the few
   fields it needs of each (a 500k-entry index as a list took 270 MB);
 - ``read_entries``: the same as a list.
+
+A first capture's walk (``parse``) and its seeding (``iter_split_entries``)
+read the same index one after the other: ``keep_entries`` has the first read
+keep what the second needs.
 """
 
 from __future__ import annotations
@@ -190,8 +194,9 @@ class IndexFile:
 
 # One thread's index entries kept from ``parse`` for ``iter_split_entries``: a first
 # capture's walk reads the index for its paths, then seeding for its stat data
-# (``keep_entries``). At most this many (a few MB): past it, read twice.
-KEEP_MAX = 100_000
+# (``keep_entries``). At most this many (~300 bytes each, held through the walk):
+# past it, read twice.
+KEEP_MAX = 50_000
 _kept = threading.local()
 
 

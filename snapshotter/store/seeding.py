@@ -99,8 +99,10 @@ def candidates(
     None when the index cannot be read (or trusted).
 
     One pass keeping only those: the whole index as a list of entries took
-    270 MB at 500k files (issue 16.5). Nanoseconds decide what is racy only
-    when ``worktree_root`` is on the index file's filesystem (``racy_from``).
+    270 MB at 500k files (issue 16.5); up to git/index.py's KEEP_MAX entries
+    a first capture's walk has read them already and kept them for this pass.
+    Nanoseconds decide what is racy only when ``worktree_root`` is on the
+    index file's filesystem (``racy_from``).
     """
     found = _read_index(index_file)
     if found is None:
