@@ -192,18 +192,14 @@ class IndexFile:
         return None
 
 
-# One thread's index entries kept from ``parse`` for ``iter_split_entries``: a first
-# capture's walk reads the index for its paths, then seeding for its stat data
-# (``keep_entries``). At most this many (~300 bytes each, held through the walk):
-# past it, read twice.
-KEEP_MAX = 50_000
-_kept = threading.local()
+KEEP_MAX = 50_000  # entries kept at most (~300 bytes each, held through a walk)
+_kept = threading.local()  # this thread's: armed, and slot (oid size, bytes, entries)
 
 
 def keep_entries() -> None:
-    """The next ``parse`` in this thread keeps the entries it reads, for the next
-    ``iter_split_entries`` of the same bytes (which drops them); ``drop_entries``
-    drops them unused."""
+    """The next ``parse`` in this thread keeps the entries it reads (unless split, or
+    past KEEP_MAX) for the next ``iter_split_entries`` of the same bytes, which drops
+    them; ``drop_entries`` drops them unused."""
     _kept.armed, _kept.slot = True, None
 
 
@@ -212,7 +208,6 @@ def drop_entries() -> None:
 
 
 def _keeping(own: IndexFile) -> list[IndexEntry] | None:
-    """The entries of ``own`` if it is to be kept (armed, not split, small): read whole."""
     if not getattr(_kept, "armed", False):
         return None
     _kept.armed = False
