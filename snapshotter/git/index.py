@@ -12,9 +12,8 @@ libgit2 reads neither of the last two. One walk over the entries
   fields it needs of each (a 500k-entry index as a list took 270 MB);
 - ``read_entries``: the same as a list.
 
-A first capture's walk (``parse``) and its seeding (``iter_split_entries``)
-read the same index one after the other: ``keep_entries`` has the first read
-keep what the second needs.
+A first capture's walk (``parse``), then its seeding (``iter_split_entries``)
+read one index: ``keep_entries`` has the first keep what the second needs.
 """
 
 from __future__ import annotations
