@@ -73,6 +73,16 @@ def wrote(path: str | os.PathLike[str]) -> None:
         _files[name] = _dirs[os.path.dirname(name)] = _generation[0]
 
 
+def wrote_in(directory: str, names: Iterable[str]) -> None:
+    """Each of ``names`` was written (or linked) in ``directory``: ``wrote`` for many
+    files at once (a first capture links thousands of loose objects)."""
+    with _lock:
+        _generation[0] += 1
+        generation = _generation[0]
+        _files.update(dict.fromkeys((f"{directory}/{name}" for name in names), generation))
+        _dirs[directory] = generation
+
+
 def entered(directory: str | os.PathLike[str]) -> None:
     """``directory``'s entries changed (created, renamed in, a subdirectory made): its
     listing is made durable by the next ``settle``."""

@@ -10,7 +10,7 @@ pays for loading libgit2.
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -147,6 +147,20 @@ class ObjectDB:
         except (KeyError, ValueError, pygit2.GitError):
             return None
         return int(kind), int(size)
+
+    def headers(self, oids: Iterable[bytes]) -> Iterator[tuple[bytes, int, int]]:
+        """(id, type, size) of each of ``oids`` stored, as ``header`` reads them; the absent
+        ones are left out. One lookup of the object database for all: at 10k ids
+        ``header``'s per-call lookups were a quarter of the time."""
+        import pygit2
+
+        read, make = self.repo.odb.read_header, pygit2.Oid
+        for oid in oids:
+            try:
+                kind, size = read(make(raw=oid))
+            except (KeyError, ValueError, pygit2.GitError):
+                continue
+            yield oid, int(kind), int(size)
 
     def blob(self, oid: bytes) -> bytes:
         """A blob's bytes."""

@@ -39,13 +39,19 @@ def object_id(kind: int, data: bytes) -> ObjectId:
     return ObjectId(hashlib.sha1(b"%s %d\0" % (KIND_NAMES[kind], len(data)) + data).digest())
 
 
-def write_pack(pack_dir: Path, objects: Iterable[tuple[bytes, int, bytes]]) -> int:
-    """Write ``(oid, kind, data)`` objects as one pack; returns how many were written."""
+def write_pack(
+    pack_dir: Path, objects: Iterable[tuple[bytes, int, bytes]], *, level: int = 1
+) -> int:
+    """Write ``(oid, kind, data)`` objects as one pack; returns how many were written.
+
+    ``level`` is zlib's: 0 stores the bytes as they are (still a zlib stream
+    git reads), for data that hardly compresses.
+    """
     out = _PackOut(pack_dir)
     try:
         for oid, kind, data in objects:
             if oid not in out:
-                out.add(oid, kind, data)
+                out.add(oid, kind, data, level)
         return out.finish()
     finally:
         out.discard()
@@ -99,8 +105,10 @@ class _PackOut:
     def offset_of(self, oid: bytes) -> int:
         return self.records[oid] >> 32
 
-    def add(self, oid: bytes, kind: int, data: bytes) -> None:
-        self.add_record(oid, varint.encode_object_header(kind, len(data)) + zlib.compress(data, 1))
+    def add(self, oid: bytes, kind: int, data: bytes, level: int = 1) -> None:
+        self.add_record(
+            oid, varint.encode_object_header(kind, len(data)) + zlib.compress(data, level)
+        )
 
     def add_record(self, oid: bytes, record: bytes) -> None:
         self.file.write(record)

@@ -11,6 +11,7 @@ re-hashes only the trees on their way to the root.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from snapshotter.git.kinds import EMPTY_TREE, MODE_TREE, TREE
@@ -19,6 +20,7 @@ from snapshotter.git.packs import object_id
 # path -> a record whose first item is the mode and last item the raw blob id
 Entries = Mapping[str, Sequence[object]]
 Built = tuple[bytes, list[tuple[bytes, bytes]], dict[str, bytes]]
+_FS_ENCODING, _FS_ERRORS = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
 
 
 def build(entries: Entries) -> Built:
@@ -45,7 +47,9 @@ def update(
     for path, record in entries.items():
         parent, _, name = path.rpartition("/")
         if parent in files:
-            files[parent].append((os.fsencode(name), record[0], record[-1]))  # type: ignore[arg-type]
+            # os.fsencode without its per-call overhead (this loop runs per path).
+            encoded = name.encode(_FS_ENCODING, _FS_ERRORS)
+            files[parent].append((encoded, record[0], record[-1]))  # type: ignore[arg-type]
     subdirs: dict[str, set[str]] = {}
     for directory in (*trees, *affected):
         if directory:
@@ -151,10 +155,11 @@ def edit_ids(
 
 def tree_bytes(items: Mapping[bytes, tuple[int, bytes]]) -> bytes:
     """A tree object's body for name → (mode, raw id), in git's entry order."""
-    return b"".join(
-        b"%o %s\0" % (items[name][0], name) + items[name][1]
-        for name in sorted(items, key=lambda n: _git_order(n, items[n][0]))
+    # Sorted on (git's order, name): no two names share an order key (names hold no "/").
+    ordered = sorted(
+        (_git_order(name, mode), name, mode, oid) for name, (mode, oid) in items.items()
     )
+    return b"".join(b"%o %s\0%s" % (mode, name, oid) for _key, name, mode, oid in ordered)
 
 
 def _git_order(name: bytes, mode: int) -> bytes:

@@ -160,7 +160,8 @@ def _link_loose(
     objects pathlib and a mkdir per object cost more than the links themselves.
     """
     src_root, dst_root = os.fspath(src_objects), os.fspath(dst_objects)
-    made: set[str] = set()
+    uid = _uid()
+    linked: dict[str, list[str]] = {}  # fan-out directory -> the names linked in it
     failed: set[bytes] = set()
     vanished: set[bytes] = set()
     try:
@@ -182,20 +183,23 @@ def _link_loose(
                 failed.add(oid)
                 continue
             try:
-                if fan_name not in made:
+                names = linked.get(fan_name)
+                if names is None:
                     _make_fan_out(dst_root, fan_name)
-                    made.add(fan_name)
-                header = _link_open(fd, src, dst_fd, f"{fan_name}/{file_name}")
+                    names = linked[fan_name] = []
+                header = _link_open(fd, src, dst_fd, f"{fan_name}/{file_name}", uid)
             except OSError:
                 failed.add(oid)
                 continue
             finally:
                 os.close(fd)
-            durable.wrote(f"{dst_root}/{fan_name}/{file_name}")  # the source may not have synced it
+            names.append(file_name)
             if header is not None:
                 headers[oid] = header
     finally:
         os.close(dst_fd)
+        for fan_name, names in linked.items():  # the source may not have synced them
+            durable.wrote_in(f"{dst_root}/{fan_name}", names)
     return failed, vanished
 
 
@@ -205,13 +209,13 @@ def _make_fan_out(dst_root: str, fan_name: str) -> None:
         durable.entered(dst_root)
 
 
-def _link_open(fd: int, src: str, dst_fd: int, rel: str) -> tuple[int, int] | None:
+def _link_open(fd: int, src: str, dst_fd: int, rel: str, uid: int) -> tuple[int, int] | None:
     """Link the loose object open at ``fd`` (found at ``src``) as ``rel`` below
     ``dst_fd``: the (type, size) read from the linked inode, or None (linked by name,
     or we had that object already). Raises OSError when it cannot be linked, or is
     not a regular file of ours (another user's file could be rewritten under us)."""
     st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode) or st.st_uid != _uid():
+    if not stat.S_ISREG(st.st_mode) or st.st_uid != uid:
         raise PermissionError(f"{src}: not a regular file of ours")
     try:
         # src_dir_fd makes os.link call linkat, which follows the /proc link to the inode.

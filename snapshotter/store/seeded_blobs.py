@@ -61,15 +61,11 @@ def present_as_blobs(
     packs = store_git_dir / "objects" / "pack"
     if _pack_bytes(packs) > MAP_MAX_BYTES:
         pack_headers.read_headers(packs, headers)
-    odb: ObjectDB | None = None
-    for oid, value in headers.items():
-        if value != pack_headers.UNKNOWN:
-            continue
-        if odb is None:
-            odb = ObjectDB(store_git_dir)  # a fresh one sees the linked packs
-        header = odb.header(oid)
-        if header is not None:
-            headers[oid] = pack_headers.header_value(*header)
+    unknown = [oid for oid, value in headers.items() if value == pack_headers.UNKNOWN]
+    if unknown:
+        # A fresh ObjectDB sees the packs just linked.
+        for oid, kind, size in ObjectDB(store_git_dir).headers(unknown):
+            headers[oid] = pack_headers.header_value(kind, size)
     wrong = [
         rel
         for rel, oid in ids.items()

@@ -20,6 +20,7 @@ import pytest
 from builders import blob_at, git, make_repo, open_engine, small_tmpfs, write
 from builders import reachable as conftest_reachable
 
+from snapshotter import durable
 from snapshotter.engine import Engine
 from snapshotter.git import index as gitindex
 from snapshotter.git import loose
@@ -244,10 +245,25 @@ def test_only_files_the_index_does_not_know_are_read(
     root = committed(tmp_path / "repo")
     write(root, "untracked.txt", "new\n")
     write(root, "src/d1/f1.txt", "edited since the commit\n")
+    index_reads: list[str] = []  # each parse of the index's entries, paths or whole
+    whole, paths = gitindex.IndexFile.entries, gitindex.IndexFile.modes
+
+    def entries(self: gitindex.IndexFile) -> Iterator[gitindex.IndexEntry]:
+        index_reads.append("entries")
+        return whole(self)
+
+    def modes(self: gitindex.IndexFile) -> list[tuple[bytes, int]]:
+        index_reads.append("modes")
+        return paths(self)
+
+    monkeypatch.setattr(gitindex.IndexFile, "entries", entries)
+    monkeypatch.setattr(gitindex.IndexFile, "modes", modes)
     engine = open_engine(root, data_dir)
     tree = engine.capture().tree
     assert sorted(reads) == ["src/d1/f1.txt", "untracked.txt"]
     assert blob_at(engine, tree, "src/d1/f1.txt") == b"edited since the commit\n"
+    assert index_reads == ["entries"], "the walk's read of the index is seeding's too"
+    assert getattr(gitindex._kept, "slot", None) is None, "and not kept past the capture"
     assert tree == hashed_tree(root, tmp_path / "data2", monkeypatch)
 
 
@@ -290,6 +306,41 @@ def test_a_stat_mismatch_is_hashed_from_the_file(
     assert reads == ["src/d0/f0.txt"], "the one file whose ctime moved is read, no other"
     assert blob_at(engine, tree, "src/d0/f0.txt") == changed, "the snapshot holds the file"
     assert tree == hashed_tree(root, tmp_path / "data2", monkeypatch)
+
+
+@pytest.mark.parametrize(
+    ("field", "moved"),
+    [
+        (0, 0o100755),  # mode
+        (1, 1),  # size
+        (2, 1),  # mtime, by a nanosecond
+        (2, 10**9),  # mtime, by a second
+        (3, 1),  # ctime, by a nanosecond
+        (3, 10**9),  # ctime, by a second
+        (4, 1),  # inode
+    ],
+    ids=["mode", "size", "mtime-ns", "mtime-s", "ctime-ns", "ctime-s", "inode"],
+)
+def test_one_stat_field_off_is_never_trusted(tmp_path: Path, field: int, moved: int) -> None:
+    """The index's stat data must match the file's in every field git compares, to the
+    nanosecond (``candidates`` spells the rule out inline, for speed: this pins it to
+    ``_matches``, one field off at a time)."""
+    root = committed(tmp_path / "repo")
+    index = index_file(root)
+    entries = {e.path: e for e in gitindex.read_entries(index.read_bytes()) or []}
+    exact = {rel: stat_of(root / rel) for rel in entries}
+    found = seed_mod.candidates(index, exact, root)
+    assert found is not None and found.trusted == {rel: e.oid for rel, e in entries.items()}
+    assert all(seed_mod._matches(entries[rel], st) for rel, st in exact.items())
+    rel = "src/d3/f3.txt"
+    off = list(exact[rel])
+    off[field] = moved if field == 0 else off[field] + moved
+    stale = {**exact, rel: (off[0], off[1], off[2], off[3], off[4])}
+    found = seed_mod.candidates(index, stale, root)
+    assert found is not None
+    assert rel not in found.trusted and rel not in found.racy, "hashed from the file"
+    assert len(found.trusted) == len(entries) - 1, "only that entry is doubted"
+    assert not seed_mod._matches(entries[rel], stale[rel]), "the one rule, spelled twice"
 
 
 def racy_setup(
@@ -587,8 +638,12 @@ def test_loose_objects_are_linked_with_the_header_of_the_file_linked(
     store_git = tmp_path / "store"
     pygit2.init_repository(str(store_git), bare=True)
     source = root / ".git" / "objects"
+    durable.settle()  # nothing noted by anything before
     linked = object_links.link_objects(source, store_git / "objects", set(ids.values()))
     assert linked.missing == set()
+    fan_outs = {oid.hex()[:2] for oid in ids.values()}
+    # git may not have synced them: each link, and its name, for the next settle.
+    assert durable.pending() == len(set(ids.values())) + len(fan_outs) + 1
     for rel, oid in ids.items():
         name = f"{oid.hex()[:2]}/{oid.hex()[2:]}"
         assert (store_git / "objects" / name).stat().st_ino == (source / name).stat().st_ino

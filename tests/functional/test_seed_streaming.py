@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import random
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pygit2
@@ -129,13 +130,14 @@ def test_a_seeded_first_capture_reads_big_packs_without_libgit2(
             os.utime(path, ns=((index_s - 60) * 10**9,) * 2)
     git(root, "update-index", "-q", "--refresh")
     asked: list[bytes] = []
-    real = ObjectDB.header
+    real = ObjectDB.headers
 
-    def header(self: ObjectDB, oid: bytes) -> tuple[int, int] | None:
-        asked.append(oid)
-        return real(self, oid)
+    def headers(self: ObjectDB, oids: Iterable[bytes]) -> Iterator[tuple[bytes, int, int]]:
+        oids = list(oids)
+        asked.extend(oids)
+        return real(self, oids)
 
-    monkeypatch.setattr(ObjectDB, "header", header)
+    monkeypatch.setattr(ObjectDB, "headers", headers)
     engine = Engine.open(root, data_dir_path=data_dir)
     tree = engine.capture().tree
     assert tree == git(root, "write-tree").strip(), "git's own tree of the index"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import struct
+from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -176,3 +177,64 @@ def test_a_link_that_does_not_fit_its_shared_index_is_refused(tmp_path: Path) ->
     link = shared[-20:] + ewah([5], 6) + ewah([], 6)  # deletes entry 5 of 1
     data = index_bytes([Raw(b"x")], 2, b"link" + struct.pack(">I", len(link)) + link)
     assert gitindex.read_entries(data, git_dir=tmp_path) is None
+
+
+# -- one read for the walk and seeding (keep_entries) --------------------------
+
+
+@pytest.fixture
+def kept(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """How many times an index's entries were read from its bytes (``IndexFile.entries``)."""
+    reads: list[int] = []
+    real = gitindex.IndexFile.entries
+
+    def entries(self: gitindex.IndexFile) -> Iterator[gitindex.IndexEntry]:
+        reads.append(self.count)
+        return real(self)
+
+    monkeypatch.setattr(gitindex.IndexFile, "entries", entries)
+    yield reads
+    gitindex.drop_entries()
+
+
+@pytest.mark.parametrize("version", [2, 3, 4])
+def test_entries_kept_by_parse_are_what_a_read_gives_once(kept: list[int], version: int) -> None:
+    entries = [r for r in ENTRIES if version > 2 or not r.extended]
+    data = index_bytes(entries, version)
+    expected, modes = gitindex.read_entries(data), gitindex.parse(data)
+    kept.clear()
+    gitindex.keep_entries()
+    assert gitindex.parse(data) == modes
+    found = gitindex.iter_split_entries(data)
+    assert found is not None and list(found[0]) == expected and found[1] is None
+    assert kept == [len(entries)], "read once, by parse"
+    assert gitindex.read_entries(data) == expected and len(kept) == 2, "then dropped"
+
+
+def test_kept_entries_serve_only_the_same_bytes_checked(kept: list[int]) -> None:
+    """An index git rewrote since the walk read it is read anew; a bad checksum is
+    refused as ever; ids of another size are another index."""
+    before, after = index_bytes(ENTRIES[:2]), index_bytes(ENTRIES[:3])
+    gitindex.keep_entries()
+    gitindex.parse(before)
+    found = gitindex.iter_split_entries(after)
+    assert found is not None and [e.path for e in found[0]] == NAMES[:3]
+    gitindex.keep_entries()
+    flipped = before[:-1] + bytes([before[-1] ^ 1])
+    gitindex.parse(flipped)
+    assert gitindex.iter_split_entries(flipped) is None
+    gitindex.keep_entries()
+    gitindex.parse(before)
+    assert gitindex.read_entries(before, oid_size=32) is None
+
+
+def test_a_split_or_big_index_is_not_kept(
+    kept: list[int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gitindex.keep_entries()
+    gitindex.parse(split(tmp_path), git_dir=tmp_path)
+    assert getattr(gitindex._kept, "slot", None) is None
+    monkeypatch.setattr(gitindex, "KEEP_MAX", 1)
+    gitindex.keep_entries()
+    gitindex.parse(index_bytes(ENTRIES[:2]))
+    assert getattr(gitindex._kept, "slot", None) is None, "past KEEP_MAX: read twice"

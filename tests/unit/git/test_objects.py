@@ -50,6 +50,8 @@ def test_what_is_written_is_read_back(db: ObjectDB) -> None:
     assert db.has(oid) and db.has(oid.hex())
     assert not db.has("not hex") and not db.has(b"short")
     assert db.header(oid) == (BLOB, len(data)) and db.blob_size(oid) == len(data)
+    found = list(db.headers([bytes(20), oid, b"short"]))
+    assert found == [(oid, BLOB, len(data))], "the absent and the malformed left out"
     assert db.blob(oid) == data and db.read(oid) == (BLOB, data)
     with pytest.raises(ObjectError, match="missing"):
         db.blob(bytes(20))

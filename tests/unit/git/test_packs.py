@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pygit2
+import pytest
 
 from snapshotter.git import packs
 from snapshotter.git.kinds import BLOB, TREE
@@ -16,7 +17,9 @@ def objects_of(repo: pygit2.Repository) -> Path:
     return Path(repo.path) / "objects"
 
 
-def test_a_written_pack_holds_every_object_for_libgit2(tmp_path: Path) -> None:
+@pytest.mark.parametrize("level", [1, 0], ids=["compressed", "stored"])
+def test_a_written_pack_holds_every_object_for_libgit2(tmp_path: Path, level: int) -> None:
+    """Stored (level 0: how a first capture writes its trees) is a zlib stream too."""
     repo = pygit2.init_repository(str(tmp_path / "r"), bare=True)
     blobs = [b"", b"one\n", b"x" * 100_000]
     objects = [(object_id(BLOB, data), BLOB, data) for data in blobs]
@@ -24,7 +27,9 @@ def test_a_written_pack_holds_every_object_for_libgit2(tmp_path: Path) -> None:
     objects.append((object_id(TREE, tree), TREE, tree))
     objects.append(objects[1])  # twice: written once
     pack_dir = objects_of(repo) / "pack"
-    assert packs.write_pack(pack_dir, objects) == 4
+    assert packs.write_pack(pack_dir, objects, level=level) == 4
+    (pack,) = pack_dir.glob("*.pack")
+    assert (pack.stat().st_size > 100_000) == (level == 0), "stored, or compressed"
     names = sorted(p.suffix for p in pack_dir.iterdir())
     assert names == [".idx", ".pack"], "no temp file left"
     for oid, kind, data in objects:

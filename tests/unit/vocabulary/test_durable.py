@@ -53,6 +53,15 @@ def test_settle_syncs_what_was_noted_files_first_then_forgets_it(
     assert len(synced) == 3, "nothing noted: nothing synced"
 
 
+def test_wrote_in_notes_each_file_and_their_directory(tmp_path: Path, synced: list[str]) -> None:
+    for name in ("a", "b"):
+        (tmp_path / name).write_bytes(b"x")
+    durable.wrote_in(str(tmp_path), ["a", "b"])
+    assert durable.pending() == 3
+    durable.settle()
+    assert synced == [str(tmp_path / "a"), str(tmp_path / "b"), str(tmp_path)]
+
+
 def test_a_file_gone_before_the_settle_needs_no_sync(tmp_path: Path, synced: list[str]) -> None:
     durable.wrote(tmp_path / "renamed-on")
     durable.settle()
