@@ -323,8 +323,7 @@ def test_a_stat_mismatch_is_hashed_from_the_file(
 )
 def test_one_stat_field_off_is_never_trusted(tmp_path: Path, field: int, moved: int) -> None:
     """The index's stat data must match the file's in every field git compares, to the
-    nanosecond (``candidates`` spells the rule out inline, for speed: this pins it to
-    ``_matches``, one field off at a time)."""
+    nanosecond (``candidates`` applies ``_matches``: one field off at a time)."""
     root = committed(tmp_path / "repo")
     index = index_file(root)
     entries = {e.path: e for e in gitindex.read_entries(index.read_bytes()) or []}
@@ -340,7 +339,7 @@ def test_one_stat_field_off_is_never_trusted(tmp_path: Path, field: int, moved: 
     assert found is not None
     assert rel not in found.trusted and rel not in found.racy, "hashed from the file"
     assert len(found.trusted) == len(entries) - 1, "only that entry is doubted"
-    assert not seed_mod._matches(entries[rel], stale[rel]), "the one rule, spelled twice"
+    assert not seed_mod._matches(entries[rel], stale[rel])
 
 
 def racy_setup(
