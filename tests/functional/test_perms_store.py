@@ -37,7 +37,7 @@ def open_to_others(top: Path) -> list[str]:
 def test_perms_hooks_create_a_private_data_dir(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
     root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
-    turn(root, "s", SECRET, data_dir)  # through real hook processes
+    turn(root, "s", SECRET, data_dir, process=True)  # through real hook processes
     assert list(stores_dir(data_dir).glob("*/git/objects")), "a store was made"
     assert open_to_others(data_dir) == [], "nothing in the data directory is open to others"
 
@@ -45,7 +45,7 @@ def test_perms_hooks_create_a_private_data_dir(tmp_path: Path) -> None:
 def test_perms_an_existing_open_store_is_closed_on_open(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
     root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
-    turn(root, "s", SECRET, data_dir)  # through real hook processes
+    turn(root, "s", SECRET, data_dir, process=True)  # through real hook processes
     for path in [data_dir, *data_dir.rglob("*")]:  # as older versions left it
         os.chmod(path, 0o755 if path.is_dir() else 0o644)
     engine = Engine.open(root, data_dir_path=data_dir)
@@ -68,7 +68,7 @@ def test_perms_a_second_user_cannot_read_the_store() -> None:
         root = make_repo(top / "r", {"a.txt": "a\n"})
         os.chmod(root, 0o700)  # the user's worktree is private, the secret 0600
         data_dir = top / "data"
-        turn(root, "s", SECRET, data_dir)  # through real hook processes
+        turn(root, "s", SECRET, data_dir, process=True)  # through real hook processes
         os.chmod(root / "secret.txt", 0o600)
         subprocess.run(["useradd", "--no-create-home", "--shell", "/bin/sh", user], check=True)
         store = next(stores_dir(data_dir).glob("*/git"))
