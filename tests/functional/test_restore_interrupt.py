@@ -29,13 +29,14 @@ from pathlib import Path
 import pytest
 from builders import (
     argv,
-    edit_files,
     event,
+    hook_in_process_ok,
     hook_ok,
     listed,
     make_repo,
     run_cli,
     small_tmpfs,
+    turn,
     write,
 )
 
@@ -85,11 +86,10 @@ def files(root: Path) -> dict[str, bytes]:
 
 
 def agent_turn(root: Path, data: Path, edits: dict[str, bytes | None]) -> None:
-    """One agent turn through real hook processes: writes, and deletions (None)."""
-    hook_ok(event("session_start", root, SESSION), data)
-    hook_ok(event("turn_start", root, SESSION), data)
-    edit_files(root, edits)
-    hook_ok(event("turn_end", root, SESSION, reason="end"), data)
+    """One agent turn (writes, and deletions: None) through the hook's entry point, in
+    this process: the restores are what these tests interrupt, in processes of their own."""
+    hook_in_process_ok(event("session_start", root, SESSION), data)
+    turn(root, SESSION, edits, data)
 
 
 def undone(root: Path, data: Path) -> list[bool]:
