@@ -404,9 +404,13 @@ def _reuse_unchanged(
     rest as (path, stat data now, cached entry or None): those are hashed."""
     entries: dict[str, stat_cache.Entry] = {}
     stale = []
+    cached = old.entries.get
+    untrusted = stat_cache.UNTRUSTED  # stat_cache.trusted, inline: once per file
     for rel, st in result.entries.items():
-        prior = old.entries.get(rel)
-        if prior is not None and stat_cache.trusted(prior) and prior[:5] == st[:5]:
+        prior = cached(rel)
+        # The walk hands back the cache's own entry when the stat data matched it
+        # (walk.py's ``reuse``): then one identity test, not two slices compared.
+        if prior is not None and prior[2] != untrusted and (prior is st or prior[:5] == st[:5]):
             entries[rel] = prior
         else:
             stale.append((rel, st[:5], prior))
