@@ -27,7 +27,7 @@ import time
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from snapshotter.config import DEFAULT_MAX_FILES, DEFAULT_MAX_NEW_FILE_SIZE, sessions_dir
 from snapshotter.errors import CaptureFailed, NotAProject, StoreError, TooManyFiles
@@ -410,7 +410,8 @@ def _reuse_unchanged(
         prior = cached(rel)
         # The walk hands back the cache's own entry when the stat data matched it
         # (walk.py's ``reuse``): then one identity test, not two slices compared.
-        if prior is not None and prior[2] != untrusted and (prior is st or prior[:5] == st[:5]):
+        same = prior is cast(object, st)  # (the walk's Stat type: its first five fields)
+        if prior is not None and prior[2] != untrusted and (same or prior[:5] == st[:5]):
             entries[rel] = prior
         else:
             stale.append((rel, st[:5], prior))
