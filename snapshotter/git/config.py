@@ -132,9 +132,11 @@ _NOT_PLAIN = re.compile(rb'["\\#;\t\r]|  ')
 _INCLUDES = (b"include", b"includeif")
 
 
-def _plain_file(path: Path) -> dict[str, str] | None:
+def _plain_file(path: Path, *, bare: bool = True) -> dict[str, str] | None:
     """``config_file``'s answer for a plain config file (see above), without
-    libgit2; None for any other, or one that cannot be read (libgit2 says why)."""
+    libgit2; None for any other, or one that cannot be read (libgit2 says why).
+    ``bare``: a ``name`` without ``=`` reads "true" (as libgit2 lists it); else
+    None, libgit2's to answer (its lookup gives no value for one)."""
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -157,6 +159,8 @@ def _plain_file(path: Path) -> dict[str, str] | None:
         found = _VARIABLE.fullmatch(line)
         if found is None or section is None or _NOT_PLAIN.search(line):
             return None
+        if found[2] is None and not bare:
+            return None
         name = os.fsdecode(section + b"." + found[1]).lower()
         values[name] = "true" if found[2] is None else os.fsdecode(found[2].rstrip(b" "))
     return values
@@ -171,7 +175,7 @@ def _plain_chain(common_dir: Path | None, keys: tuple[str, ...]) -> dict[str, st
     for _level, path in config_files(common_dir):
         if not _is_regular(path):
             continue
-        values = _plain_file(path)
+        values = _plain_file(path, bare=False)
         if values is None:
             return None
         merged.update(values)

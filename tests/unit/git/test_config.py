@@ -184,7 +184,17 @@ def test_the_chain_is_read_plainly_only_when_every_file_is_plain(
         "core.ignorecase": "false",
     }
     assert config.config_values(common, *keys) == {**expected, "core.attributesFile": None}
+    (common / "config").write_bytes(b"[core]\n\texcludesFile = a\n\texcludesFile = b\n")
+    assert config._plain_chain(common, keys) == {
+        "core.excludesfile": "b",
+        "core.ignorecase": "true",
+    }
+    assert config.config_value(common, "core.excludesFile") == "b", "the last one, as libgit2"
+    (common / "config").write_bytes(b"[core]\n\tignoreCase = false\n")
     (home / ".gitconfig").write_bytes(b'[core]\n\texcludesFile = "~/quoted"\n')
     assert config._plain_chain(common, keys) is None, "a quoted value is libgit2's"
     assert config.config_value(common, "core.excludesFile") == "~/quoted"
     assert config._plain_chain(common, ("remote.origin.url",)) is None, "subsections: libgit2"
+    (home / ".gitconfig").write_bytes(b"[core]\n\tignorecase\n")
+    assert config._plain_chain(common, keys) is None, "a name without a value: libgit2's"
+    assert config.config_values(common, "core.ignorecase") == {"core.ignorecase": "false"}
