@@ -55,7 +55,7 @@ def start_server(root: Path, data_dir: Path, sock: Path, session: str = "s") -> 
             time.sleep(0.05)
     while True:  # a fresh store's baseline loads libgit2 first: not part of the warm-up
         engine = Engine.open(root, data_dir_path=data_dir, create=False)
-        if engine is not None and engine.has_snapshot:
+        if engine is not None and engine.has_snapshot():
             return
         assert time.monotonic() < deadline, "the session's baseline was never taken"
         time.sleep(0.05)
