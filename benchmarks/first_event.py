@@ -25,7 +25,7 @@ import shutil
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from benchmarks import procs
@@ -77,56 +77,78 @@ def session_figures(
     return found
 
 
-def measure(
-    wt: GeneratedWorktree, env: dict[str, str], runtime: Path, work: Path, rounds: int
-) -> dict[str, list[float]]:
-    data = work / "data"
-    cmd = procs.snapshotter_cmd()
+class Hooks:
+    """``snapshotter hook`` processes on one worktree and data directory, each one's
+    wall time what the runtime waits for; ``stop`` ends every hook server of the run."""
 
-    def hook(event: str, session: str, extra: dict[str, object] | None) -> procs.Done:
+    def __init__(self, wt: GeneratedWorktree, env: dict[str, str], runtime: Path, data: Path):
+        self.wt, self.env, self.runtime, self.data = wt, env, runtime, data
+        self.cmd = [*procs.snapshotter_cmd(), "--data-dir", str(data), "hook"]
+
+    def __call__(self, event: str, session: str, extra: dict[str, object] | None) -> procs.Done:
         body = {
             "hook_event_name": event,
             "session_id": session,
-            "cwd": str(wt.root),
+            "cwd": str(self.wt.root),
             **(extra or {}),
         }
         done = procs.run(
-            [*cmd, "--data-dir", str(data), "hook"],
-            dict(env, SNAPSHOTTER_HOOK_SERVER="1"),
-            cwd=wt.root,
+            self.cmd,
+            dict(self.env, SNAPSHOTTER_HOOK_SERVER="1"),
+            cwd=self.wt.root,
             stdin=json.dumps(body).encode(),
         )
         if done.code != 0 or done.stderr:
             raise RuntimeError(f"hook {event}: exit {done.code}, {done.stderr[:300]!r}")
         return done
 
-    def stop() -> None:
-        stuck = procs.stop_servers(runtime)
+    def stop(self) -> None:
+        stuck = procs.stop_servers(self.runtime)
         if stuck:
             raise RuntimeError(f"hook servers {stuck} did not stop")
 
+
+def measure(
+    wt: GeneratedWorktree, env: dict[str, str], runtime: Path, work: Path, rounds: int
+) -> dict[str, list[float]]:
+    hook = Hooks(wt, env, runtime, work / "data")
     hook("session_start", "prime", None)  # the store's first capture: not measured
     figures: dict[str, list[float]] = {}
     for r in range(rounds):
         figures.setdefault("floor", []).append(
             procs.run(["git", "status", "--porcelain"], env, cwd=wt.root).ms
         )
-        for key, ms in session_figures(hook, wt, stop, r).items():
+        for key, ms in session_figures(hook, wt, hook.stop, r).items():
             figures.setdefault(key, []).append(ms)
     return figures
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_source_options(parser)
+    args = parser.parse_args(argv)
+    for label, wt, env, runtime, work in each_worktree(args, "snapshotter-first-event-"):
+        figures = measure(wt, env, runtime, work, args.rounds)
+        report(label, figures, args.rounds)
+
+
+def add_source_options(parser: argparse.ArgumentParser) -> None:
+    """``--sizes``, ``--worktree`` and ``--rounds``, as ``each_worktree`` reads them."""
     parser.add_argument("--sizes", default="", help="synthetic worktrees, e.g. 10000")
     parser.add_argument("--worktree", type=Path, action="append", default=[])
     parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args(argv)
+
+
+def each_worktree(
+    args: argparse.Namespace, prefix: str
+) -> Iterator[tuple[str, GeneratedWorktree, dict[str, str], Path, Path]]:
+    """(label, worktree, env, runtime dir, work dir) for each of ``--sizes`` and
+    ``--worktree`` (a copy), in a private HOME and runtime dir; removed afterwards."""
     from benchmarks.run import hermetic  # (run.py imports this module)
 
     sources: list[int | Path] = [int(s) for s in args.sizes.split(",") if s]
     sources += args.worktree
-    tmp = Path(tempfile.mkdtemp(prefix="snapshotter-first-event-"))
+    tmp = Path(tempfile.mkdtemp(prefix=prefix))
     runtime = Path(tempfile.mkdtemp(prefix="snb-", dir="/tmp"))
     try:
         (tmp / "home").mkdir()
@@ -138,8 +160,7 @@ def main(argv: list[str] | None = None) -> None:
                     wt = generate(work / "wt", source, env)
                 else:
                     wt = copy_existing(source, work / "wt", env)
-                figures = measure(wt, env, runtime, work, args.rounds)
-                report(f"{source} ({wt.tracked} files)", figures, args.rounds)
+                yield f"{source} ({wt.tracked} files)", wt, env, runtime, work
     finally:
         procs.stop_servers(runtime)
         shutil.rmtree(runtime, ignore_errors=True)

@@ -429,3 +429,6 @@ def load_commands() -> None:
     import snapshotter.history.lookup
     import snapshotter.history.undo
     import snapshotter.store.restore  # noqa: F401
+    from snapshotter.git.objects import preload
+
+    preload()  # libgit2: every restore reads objects (a first event waits for none of it)

@@ -21,8 +21,7 @@ def serve_capture(body: bytes, resident: Resident) -> bytes:
 
 
 def warm_up() -> None:
-    """Import everything recording an event needs, and preload the object database."""
+    """Import everything recording an event needs (issue 24.3: the first event waits
+    for this). Not pygit2: a capture that finds nothing changed reads no object, and
+    the session's first baseline is usually one; ``load_commands`` loads it later."""
     import snapshotter.history.recorder  # noqa: F401
-    from snapshotter.git import objects
-
-    objects.preload()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -38,11 +39,14 @@ def config_file(path: Path) -> dict[str, str]:
 
     Raises SnapshotterError with one clear line for a file libgit2 cannot parse.
     """
-    import pygit2
-
     values: dict[str, str] = {}
     if not path.is_file():
         return values
+    simple = _plain_file(path)
+    if simple is not None:
+        return simple
+    import pygit2
+
     try:
         for entry in pygit2.Config(str(path)):
             name = os.fsdecode(entry.raw_name).lower()
@@ -69,6 +73,11 @@ def config_values(common_dir: Path | None, *keys: str) -> dict[str, str | None]:
     found = {key: _env_config(key) for key in keys}
     if all(value is not None for value in found.values()):
         return found
+    plain = _plain_chain(common_dir, keys)
+    if plain is not None:
+        return {
+            key: found[key] if found[key] is not None else plain.get(key.lower()) for key in keys
+        }
     config = _config_chain(common_dir)
     for key in keys:
         if found[key] is None and config is not None:
@@ -110,6 +119,67 @@ def config_files(common_dir: Path | None) -> list[tuple[int, Path]]:
     if common_dir is not None:
         found.append((local, common_dir / "config"))
     return found
+
+
+# A config file read here without libgit2 has only these lines (else libgit2 reads it):
+# blank or comment; ``[section]`` or ``[section "subsection"]`` alone; ``name``
+# or ``name = value`` (indented or not), the value without quotes, escapes,
+# comments, tabs or runs of spaces; no includes (libgit2 follows them), no CR.
+# What git itself writes looks so.
+_SECTION = re.compile(rb'\[([A-Za-z0-9-]+)(?: "([^"\\]*)")?\]')
+_VARIABLE = re.compile(rb"([A-Za-z][A-Za-z0-9-]*)[ ]*(?:=[ ]*(.*))?")
+_NOT_PLAIN = re.compile(rb'["\\#;\t\r]|  ')
+_INCLUDES = (b"include", b"includeif")
+
+
+def _plain_file(path: Path, *, bare: bool = True) -> dict[str, str] | None:
+    """``config_file``'s answer for a plain config file (see above), without
+    libgit2; None for any other, or one that cannot be read (libgit2 says why).
+    ``bare``: a ``name`` without ``=`` reads "true" (as libgit2 lists it); else
+    None, libgit2's to answer (its lookup gives no value for one)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    values: dict[str, str] = {}
+    section: bytes | None = None
+    for raw in data.split(b"\n"):
+        line = raw.strip(b" \t")  # (git indents with a tab)
+        if not line or line[:1] in (b"#", b";"):
+            if b"\r" in line or b"\\" in line:  # (a comment ending in ``\`` goes on)
+                return None
+            continue
+        found = _SECTION.fullmatch(line)
+        if found is not None:
+            if found[1].lower() in _INCLUDES:
+                return None
+            section = found[1] if found[2] is None else found[1] + b"." + found[2]
+            continue
+        found = _VARIABLE.fullmatch(line)
+        if found is None or section is None or _NOT_PLAIN.search(line):
+            return None
+        if found[2] is None and not bare:
+            return None
+        name = os.fsdecode(section + b"." + found[1]).lower()
+        values[name] = "true" if found[2] is None else os.fsdecode(found[2].rstrip(b" "))
+    return values
+
+
+def _plain_chain(common_dir: Path | None, keys: tuple[str, ...]) -> dict[str, str] | None:
+    """``keys`` (``section.name``) as the chain of ``config_files`` sets them, when
+    every file in it is plain: the last file to set one wins. None otherwise."""
+    if any(key.count(".") != 1 for key in keys):
+        return None  # a subsection's name is case-sensitive: libgit2 compares those
+    merged: dict[str, str] = {}
+    for _level, path in config_files(common_dir):
+        if not _is_regular(path):
+            continue
+        values = _plain_file(path, bare=False)
+        if values is None:
+            return None
+        merged.update(values)
+    return merged
 
 
 def _config_chain(common_dir: Path | None) -> pygit2.Config | None:

@@ -29,6 +29,34 @@ def loose_name(oid: bytes) -> tuple[str, str]:
     return name[:2], name[2:]
 
 
+def stored(objects: Path, oid: bytes) -> bool:
+    """Whether ``objects/`` holds ``oid`` (20 bytes) loose or in a pack whose index
+    lists it, read without libgit2 (True only where libgit2 would say so too).
+
+    A process that never reads an object (a no-change capture, ``list``) need
+    not import pygit2 to learn that the tree its stat cache names is still there.
+    """
+    from snapshotter.git.pack_index import holds
+
+    fan, name = loose_name(oid)
+    if os.path.isfile(os.path.join(objects, fan, name)):
+        return True
+    pack_dir = os.path.join(objects, "pack")
+    try:
+        listed = os.listdir(pack_dir)
+    except OSError:
+        return False
+    for entry in listed:
+        stem = entry[: -len(".idx")]
+        if (
+            entry.endswith(".idx")
+            and os.path.isfile(os.path.join(pack_dir, stem + ".pack"))  # (else: readable?)
+            and holds(Path(pack_dir, entry), oid)
+        ):
+            return True
+    return False
+
+
 def loose_id(path: Path) -> bytes:
     """The raw id of the loose object file at ``path``."""
     return bytes.fromhex(path.parent.name + path.name)

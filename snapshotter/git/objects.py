@@ -46,6 +46,13 @@ def preload() -> None:
     import pygit2  # noqa: F401
 
 
+def _whole_id(oid: str | bytes) -> bool:
+    """A raw 20-byte id, or its 40 lower-case hex digits."""
+    if isinstance(oid, bytes):
+        return len(oid) == 20
+    return len(oid) == 40 and all(c in "0123456789abcdef" for c in oid)
+
+
 def hash_file(path: str | os.PathLike[str]) -> ObjectId:
     """The raw blob id of a file's bytes, as git would store them (no filters)."""
     import pygit2
@@ -130,6 +137,12 @@ class ObjectDB:
 
     def has(self, oid: str | bytes) -> bool:
         """Whether the object is stored (``oid`` raw or hex; a malformed id is absent)."""
+        if self._repo is None and _whole_id(oid):  # libgit2 not needed yet: maybe never
+            from snapshotter.git.loose import stored
+
+            raw = oid if isinstance(oid, bytes) else bytes.fromhex(oid)
+            if stored(self.git_dir / "objects", raw):
+                return True
         import pygit2
 
         try:

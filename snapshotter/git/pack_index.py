@@ -112,6 +112,36 @@ def object_count(path: Path) -> int | None:
     return None if fanout is None else fanout[-1]
 
 
+def holds(path: Path, oid: bytes) -> bool:
+    """Whether the v2 ``.idx`` file at ``path`` lists ``oid`` (20 bytes), found by a
+    binary search of its names on disk: a few reads, at any index size. False
+    for an index that is damaged or of another version, as libgit2 skips it."""
+    if len(oid) != 20:
+        return False
+    try:
+        with open(path, "rb") as f:
+            fanout = _fanout(f.read(_HEAD))
+            if fanout is None:
+                return False
+            lo = fanout[oid[0] - 1] if oid[0] else 0
+            hi = fanout[oid[0]]
+            while lo < hi:
+                mid = (lo + hi) // 2
+                f.seek(_HEAD + 20 * mid)
+                probe = f.read(20)
+                if len(probe) != 20:
+                    return False  # cut short
+                if probe < oid:
+                    lo = mid + 1
+                elif probe > oid:
+                    hi = mid
+                else:
+                    return True
+    except OSError:
+        return False
+    return False
+
+
 def _fanout(head: bytes) -> tuple[int, ...] | None:
     """The fan-out table of an index that starts with ``head``; None if it is not v2."""
     if len(head) < _HEAD or head[:4] != MAGIC or struct.unpack_from(">I", head, 4)[0] != 2:

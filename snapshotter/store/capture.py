@@ -28,7 +28,7 @@ import time
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from snapshotter.config import DEFAULT_MAX_FILES, DEFAULT_MAX_NEW_FILE_SIZE, sessions_dir
 from snapshotter.errors import CaptureFailed, NotAProject, StoreError, TooManyFiles
@@ -422,9 +422,14 @@ def _reuse_unchanged(
     rest as (path, stat data now, cached entry or None): those are hashed."""
     entries: dict[str, stat_cache.Entry] = {}
     stale = []
+    cached = old.entries.get
+    untrusted = stat_cache.UNTRUSTED  # stat_cache.trusted, inline: once per file
     for rel, st in result.entries.items():
-        prior = old.entries.get(rel)
-        if prior is not None and stat_cache.trusted(prior) and prior[:5] == st[:5]:
+        prior = cached(rel)
+        # The walk hands back the cache's own entry when the stat data matched it
+        # (walk.py's ``reuse``): then one identity test, not two slices compared.
+        same = prior is cast(object, st)  # (the walk's Stat type: its first five fields)
+        if prior is not None and prior[2] != untrusted and (same or prior[:5] == st[:5]):
             entries[rel] = prior
         else:
             stale.append((rel, st[:5], prior))

@@ -38,7 +38,10 @@ CLIENT_COMMAND = (sys.executable, "-c", CLIENT)
 
 
 def start_server(root: Path, data_dir: Path, sock: Path, session: str = "s") -> None:
-    """The first hook of a session starts the server, as in an agent."""
+    """The first hook of a session starts the server, as in an agent; returns once the
+    server took that session's baseline (after the hook returned: issue 24.3)."""
+    from snapshotter.engine import Engine
+
     hook_ok(event("session_start", root, session), data_dir)
     wait_for(sock)  # the first hook started a hook server
     deadline = time.monotonic() + 60
@@ -46,10 +49,16 @@ def start_server(root: Path, data_dir: Path, sock: Path, session: str = "s") -> 
     while True:
         try:
             client.send(sock, data_dir, [], b"{}")
-            return
+            break
         except OSError:
             assert time.monotonic() < deadline, "the hook server never answered"
             time.sleep(0.05)
+    while True:  # a fresh store's baseline loads libgit2 first: not part of the warm-up
+        engine = Engine.open(root, data_dir_path=data_dir, create=False)
+        if engine is not None and engine.has_snapshot():
+            return
+        assert time.monotonic() < deadline, "the session's baseline was never taken"
+        time.sleep(0.05)
 
 
 def cli(

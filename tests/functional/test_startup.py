@@ -214,3 +214,46 @@ def test_commands_that_print_as_text_load_no_pydantic(tmp_path: Path, data_dir: 
     found = cli_probe(tmp_path, root, "--data-dir", str(data_dir), "undo", "--dry-run", "--json")
     assert json.loads(str(found["out"]))["dry_run"] is True, found["out"]
     assert loaded(found["modules"], PYDANTIC), "--json prints the API's models"
+
+
+def test_a_capture_that_finds_nothing_changed_loads_no_pygit2(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    """Issue 24: `capture` without a server, `list`, and a hook handled in its own
+    process read no object when nothing changed (the stat cache names the tree, found
+    on disk: git/loose.py's ``stored``), so they skip pygit2's import (~50 ms).
+    Reading or writing an object still loads it."""
+    root = make_repo(tmp_path / "r", {"a.txt": "a\n", "d/b.txt": "b\n"})
+    base = {"session_id": "s", "cwd": str(root)}
+    probe(tmp_path, data_dir, {**base, "hook_event_name": "session_start"})  # the first capture
+    first = cli_probe(tmp_path, root, "--data-dir", str(data_dir), "capture")
+    again = cli_probe(tmp_path, root, "--data-dir", str(data_dir), "capture")
+    assert str(again["out"]) == str(first["out"]), "nothing changed: the same tree"
+    assert not loaded(again["modules"], ("pygit2",)), "a no-change capture loaded pygit2"
+    found = probe(tmp_path, data_dir, {**base, "hook_event_name": "turn_start"})
+    assert not loaded(found["modules"], ("pygit2",)), "a no-change hook loaded pygit2"
+    listed = cli_probe(tmp_path, root, "--data-dir", str(data_dir), "list")
+    assert not loaded(listed["modules"], ("pygit2",)), "`list` loaded pygit2"
+    write(root, "a.txt", "changed\n")
+    changed = cli_probe(tmp_path, root, "--data-dir", str(data_dir), "capture")
+    assert str(changed["out"]) != str(first["out"])
+    assert loaded(changed["modules"], ("pygit2",)), "a changed file is written through libgit2"
+
+
+def test_the_hook_servers_warm_up_before_the_first_event_loads_no_pygit2() -> None:
+    """A session's first baseline waits for the server's warm-up (issue 24.3): only
+    what recording needs; pygit2 comes with the CLI commands' imports, or when read."""
+    code = (
+        "import sys\n"
+        "from snapshotter.engine.serving import warm_up\n"
+        "warm_up()\n"
+        "print('pygit2' in sys.modules, 'snapshotter.history.recorder' in sys.modules)\n"
+        "from snapshotter.engine import load_commands\n"
+        "load_commands()\n"
+        "print('pygit2' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "True", "True"], done.stdout

@@ -66,3 +66,25 @@ def test_what_is_not_a_loose_object_here_reads_as_none(tmp_path: Path) -> None:
     (objects / "55").mkdir()
     (objects / "55" / ("5" * 38)).symlink_to(real)
     assert loose.read_header(str(objects), bytes.fromhex("55" * 20)) is None, "never a link"
+
+
+def test_stored_finds_loose_and_packed_objects_as_libgit2_does(tmp_path: Path) -> None:
+    """``stored`` answers without libgit2 (issue 24: a no-change capture asks only
+    whether its tree is still there), and never says yes where libgit2 says no."""
+    repo, objects = repository(tmp_path)
+    packed = [raw(repo.create_blob(f"packed {n}\n".encode())) for n in range(50)]
+    assert repo.pack() == 50
+    for oid in packed:
+        (objects / oid.hex()[:2] / oid.hex()[2:]).unlink()  # only in the pack now
+    loose_one = raw(repo.create_blob(b"loose\n"))
+    absent = raw(pygit2.hash(b"never written\n"))
+    for oid in [*packed, loose_one]:
+        assert loose.stored(objects, oid), oid.hex()
+        assert pygit2.Oid(raw=oid) in repo.odb
+    assert not loose.stored(objects, absent)
+    assert pygit2.Oid(raw=absent) not in repo.odb
+    for pack in (objects / "pack").glob("*.pack"):
+        pack.rename(pack.with_suffix(".gone"))
+    # An index whose pack is gone: not here (``ObjectDB.has`` then asks libgit2).
+    assert not loose.stored(objects, packed[0])
+    assert loose.stored(objects, loose_one)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from snapshotter.git.pack_index import encode_index, read_pack_index
+from snapshotter.git.pack_index import encode_index, holds, read_pack_index
 
 PACK_SUM = bytes(range(20))
 
@@ -112,3 +112,17 @@ def test_a_damaged_index_reads_as_none(tmp_path: Path, case: int) -> None:
 
 def test_a_missing_file_reads_as_none(tmp_path: Path) -> None:
     assert read_pack_index(tmp_path / "absent.idx") is None
+
+
+def test_holds_searches_the_index_on_disk(tmp_path: Path) -> None:
+    records = {oid(n): n << 32 for n in range(300)}
+    path = written(tmp_path, records)
+    index = read_pack_index(path)
+    assert index is not None
+    for n in range(600):  # half of them held
+        assert holds(path, oid(n)) is (oid(n) in index), n
+    assert not holds(path, b"short")
+    path.write_bytes(path.read_bytes()[: 8 + 1024 + 20 * 100])  # cut short in the names
+    assert not holds(path, max(records))
+    path.write_bytes(b"not an index")
+    assert not holds(path, oid(1))
