@@ -31,6 +31,43 @@ def pytest_configure(config: pytest.Config) -> None:
         compileall.compile_dir(Path(__file__).parent.parent / "snapshotter", quiet=1)
 
 
+# Tests that take seconds each (``pytest --durations=30`` lists them). They run
+# first after the unit tier, so none of them starts in the last seconds of a
+# parallel run and holds up its end while the other workers sit idle.
+LONG_FIRST = (
+    "tests/functional/test_benchmarks_smoke.py",
+    "tests/functional/test_mcp_recorded.py",
+    "tests/functional/test_fuzz_hook.py",
+    "tests/functional/test_crash_injection.py",
+    "tests/functional/test_gc_incremental.py::test_a_gc_killed_at_any_step",
+    "tests/functional/test_gc.py::test_gc_killed_mid_way",
+    "tests/functional/test_api.py::test_readme_python_example",
+    "tests/functional/test_agent_init.py::test_claude_code_settings_from_init",
+    "tests/functional/test_gemini_recorded.py",
+    "tests/functional/test_cli_e2e.py",
+    "tests/functional/test_parallel_writes.py",
+    "tests/functional/test_mcp_server.py",
+    "tests/functional/test_restore_invariant.py",
+    "tests/functional/test_hook_server.py",
+    "tests/functional/test_copilot_recorded.py",
+    "tests/functional/test_claude_code_recorded.py",
+    "tests/functional/test_concurrency.py",
+    "tests/functional/test_deep_trees.py",
+    "tests/functional/test_byte_names.py::test_agent_overwrite",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The unit tier first (as collected), then ``LONG_FIRST``, then the rest."""
+
+    def tier(item: pytest.Item) -> int:
+        if item.nodeid.startswith("tests/unit/"):
+            return 0
+        return 1 if item.nodeid.startswith(LONG_FIRST) else 2
+
+    items.sort(key=tier)
+
+
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """``-n auto``: a worker per core, and at least three: a test spends much of its
     time waiting for the processes it starts, so even two cores keep three busy."""
