@@ -29,6 +29,38 @@ def pytest_configure(config: pytest.Config) -> None:
         import compileall
 
         compileall.compile_dir(Path(__file__).parent.parent / "snapshotter", quiet=1)
+        if config.getoption("numprocesses", None) and not config.option.collectonly:
+            rewrite_tests_once(config)
+
+
+def rewrite_tests_once(config: pytest.Config) -> None:
+    """pytest's rewritten test modules, cached once for every worker to read.
+
+    Each xdist worker imports every test module, and pytest rewrites its asserts
+    first (~3 s of CPU per worker for this suite). It caches the result only where
+    bytecode may be written, so under PYTHONDONTWRITEBYTECODE every worker did it
+    all again. Two collect-only runs without that variable write the cache (a
+    worker reads a cached module whatever the variable says), half the files each.
+    """
+    import subprocess
+    import sys
+
+    files = sorted(str(p) for p in (Path(__file__).parent).rglob("test_*.py"))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    line = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-o", "addopts="]
+    line += ["--import-mode=importlib", "-p", "no:cacheprovider"]
+    runs = [
+        subprocess.Popen(
+            [*line, *half],
+            cwd=config.rootpath,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for half in (files[0::2], files[1::2])
+    ]
+    for run in runs:
+        run.wait()  # a failure here is the workers' to report, as they collect
 
 
 # Tests that take seconds each (``pytest --durations=30`` lists them). They run
