@@ -189,13 +189,19 @@ class Store:
         rebuild them all.
         """
         try:
-            return treebuild.edit(base, changes, self.tree_items, lambda data: self.put(TREE, data))
+            return treebuild.edit(
+                base, changes, self.tree_items, self.put_tree, self.objects.keep_tree
+            )
         except (ObjectError, OSError) as exc:
             raise StoreError(f"cannot write to the store {self.root}: {_why(exc)}") from exc
 
-    def tree_items(self, tree: bytes) -> dict[bytes, tuple[int, bytes]]:
-        """Name -> (mode, raw id) of the entries of tree ``tree`` (raw id)."""
-        return dict(self.objects.tree_items(tree))
+    def tree_items(self, tree: bytes) -> Mapping[bytes, tuple[int, bytes]]:
+        """Name -> (mode, raw id) of the entries of tree ``tree`` (raw id), read-only."""
+        return self.objects.tree_items(tree)
+
+    def put_tree(self, data: bytes) -> ObjectId:
+        """Write a tree object's bytes unless the store has it; its raw id."""
+        return self.put(TREE, data)
 
     def has(self, oid: str) -> bool:
         """Whether the object ``oid`` (hex) is stored."""
