@@ -110,7 +110,9 @@ def edit_ids(
     which it may keep: they are not changed here again). A loop over
     directories, deepest first, never a recursion: trees 1,100 directories
     deep must be editable (#13.3). A None for a path that is a directory in
-    ``base`` leaves the directory alone.
+    ``base`` leaves the directory alone. A directory whose entries come out as
+    they were keeps its tree (read, never written again): an edit that changes
+    nothing costs no tree bytes.
     """
     empty = bytes.fromhex(EMPTY_TREE)
 
@@ -141,7 +143,8 @@ def edit_ids(
         old[d] = item[1] if item is not None and item[0] == MODE_TREE else None
     new: dict[str, bytes | None] = {}
     for d in reversed(by_depth):  # children first: each directory's new tree
-        items = dict(view(old[d]))  # a copy: what ``read`` gives is shared
+        base_items = view(old[d])
+        items = dict(base_items)  # a copy: what ``read`` gives is shared
         mine = files.get(d, {})
         for key, change in mine.items():
             if change is not None:
@@ -160,6 +163,9 @@ def edit_ids(
                 items[key] = (MODE_TREE, subtree)
         if not items:
             new[d] = None
+            continue
+        if items == base_items:
+            new[d] = old[d]  # nothing changed here (e.g. files as they were): not rewritten
             continue
         new[d] = oid = write(tree_bytes(items))
         if wrote is not None:
