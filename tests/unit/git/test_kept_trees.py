@@ -13,9 +13,10 @@ import pygit2
 import pytest
 
 from snapshotter.git import kept_trees, objects, trees
-from snapshotter.git.kinds import BLOB, MODE_EXEC, MODE_FILE, MODE_LINK, MODE_TREE, TREE
+from snapshotter.git.kinds import MODE_EXEC, MODE_FILE, MODE_LINK, MODE_TREE, TREE
 from snapshotter.git.objects import ObjectDB, ObjectError
 from snapshotter.git.packs import object_id
+from unit.git.test_objects import store_tree
 
 
 @pytest.fixture(autouse=True)
@@ -28,19 +29,6 @@ def nothing_kept() -> Iterator[None]:
 def new_db(path: Path) -> ObjectDB:
     objects.init_bare(path)
     return ObjectDB(path)
-
-
-def stored(db: ObjectDB, files: dict[str, bytes]) -> str:
-    """The hex id of a tree of ``files`` (regular files), stored with its blobs."""
-    entries: dict[str, tuple[int, bytes]] = {}
-    for path, data in files.items():
-        oid = objects.hash_bytes(data)
-        db.write(BLOB, data, oid)
-        entries[path] = (MODE_FILE, oid)
-    root, written, _ids = trees.build(entries)
-    for tree_id, body in written:
-        db.write(TREE, body, tree_id)
-    return root.hex()
 
 
 def raw_tree(db: ObjectDB, entries: list[tuple[bytes, bytes, bytes]]) -> bytes:
@@ -84,8 +72,8 @@ def test_what_is_kept_answers_for_its_id_only(tmp_path: Path) -> None:
     """Two versions of one directory: each read gives its own entries, never the other's
     (a cache keyed by path, or by anything but the id, fails here)."""
     db = new_db(tmp_path / "git")
-    one = stored(db, {"d/f": b"one", "d/same": b"s", "top": b"t"})
-    two = stored(db, {"d/f": b"two", "d/same": b"s", "top": b"t"})
+    one = store_tree(db, {"d/f": b"one", "d/same": b"s", "top": b"t"})
+    two = store_tree(db, {"d/f": b"two", "d/same": b"s", "top": b"t"})
     for _ in range(2):  # read, then kept
         assert db.entry(one, "d/f") == (MODE_FILE, objects.hash_bytes(b"one"))
         assert db.entry(two, "d/f") == (MODE_FILE, objects.hash_bytes(b"two"))
@@ -116,7 +104,7 @@ def test_a_kept_tree_is_missing_from_a_store_that_lacks_it(tmp_path: Path) -> No
     """The cache is per process, the objects per store: a tree another store read is
     still reported missing here, and a store never edits from a tree it lacks."""
     ours, other = new_db(tmp_path / "ours"), new_db(tmp_path / "other")
-    tree = stored(other, {"d/f": b"x"})
+    tree = store_tree(other, {"d/f": b"x"})
     assert other.tree_items(bytes.fromhex(tree))  # now kept
     with pytest.raises(ObjectError, match="missing"):
         ours.tree_items(bytes.fromhex(tree))
@@ -130,15 +118,15 @@ def test_kept_entries_are_read_only_and_bounded(
 ) -> None:
     db = new_db(tmp_path / "git")
     monkeypatch.setattr(kept_trees, "KEPT_ENTRIES", 3)
-    first = bytes.fromhex(stored(db, {"a": b"1", "b": b"2"}))
+    first = bytes.fromhex(store_tree(db, {"a": b"1", "b": b"2"}))
     items = db.tree_items(first)
     with pytest.raises(TypeError):
         items[b"c"] = (MODE_FILE, bytes(20))  # type: ignore[index]
     assert kept_trees.get(first) is items
-    second = bytes.fromhex(stored(db, {"c": b"3", "d": b"4"}))
+    second = bytes.fromhex(store_tree(db, {"c": b"3", "d": b"4"}))
     db.tree_items(second)
     assert kept_trees.get(first) is None and kept_trees.get(second) is not None  # 4 > 3
-    big = bytes.fromhex(stored(db, {n: n.encode() for n in "wxyz"}))
+    big = bytes.fromhex(store_tree(db, {n: n.encode() for n in "wxyz"}))
     assert len(db.tree_items(big)) == 4 and kept_trees.get(big) is None  # over the bound
     assert kept_trees.get(second) is not None
-    assert db.tree_items(bytes.fromhex(stored(db, {"t/u": b"5"})))[b"t"][0] == MODE_TREE
+    assert db.tree_items(bytes.fromhex(store_tree(db, {"t/u": b"5"})))[b"t"][0] == MODE_TREE
