@@ -107,8 +107,9 @@ def editing(store: Store) -> Iterator[State]:
 def _holds(store: Store, document: bytes) -> bool:
     """Whether state.json is ``document`` already (read under the store lock: nobody
     else writes it meanwhile), so saving it again would only write the same bytes."""
+    path = store.root / STATE_FILE
     try:
-        return (store.root / STATE_FILE).read_bytes() == document
+        return path.stat().st_size == len(document) and path.read_bytes() == document
     except OSError:
         return False
 
