@@ -22,6 +22,7 @@ forks starts with what its server kept, and a fresh lock.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import threading
@@ -37,8 +38,15 @@ KEPT_ENTRIES = 65_536  # ~13 MB at most; a 10-file turn in tldr reads ~20k
 EMPTY: Items = MappingProxyType({})
 
 _MODES = {b"%o" % m: m for m in (MODE_FILE, MODE_EXEC, MODE_LINK, MODE_TREE, MODE_GITLINK)}
-_ENTRY = {size: re.compile(rb"([0-7]+) ([^\0]+)\0(.{%d})" % size, re.S) for size in (20, 32)}
-_WHOLE = {size: re.compile(rb"(?:[0-7]+ [^\0]+\0.{%d})*" % size, re.S) for size in (20, 32)}
+
+
+@functools.cache
+def _patterns(id_size: int) -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
+    """(one entry, a whole body) for ids of ``id_size`` bytes; compiled on first use,
+    not by every hook process that imports this."""
+    entry = rb"([0-7]+) ([^\0]+)\0(.{%d})" % id_size
+    whole = rb"(?:[0-7]+ [^\0]+\0.{%d})*" % id_size
+    return re.compile(entry, re.S), re.compile(whole, re.S)
 
 
 class MalformedTree(ValueError):
@@ -51,9 +59,10 @@ def parse(data: bytes, id_size: int = 20) -> dict[bytes, tuple[int, bytes]]:
     Modes as libgit2 reports them (``git_tree_entry_filemode``): a legacy or
     odd blob mode is normalised, as pygit2's ``filemode`` did.
     """
-    if _WHOLE[id_size].fullmatch(data) is None:
+    entry, whole = _patterns(id_size)
+    if whole.fullmatch(data) is None:
         raise MalformedTree("not a tree object")
-    found = _ENTRY[id_size].findall(data)
+    found = entry.findall(data)
     try:
         return {name: (_MODES[mode], oid) for mode, name, oid in found}
     except KeyError:
