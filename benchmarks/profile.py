@@ -1,6 +1,6 @@
 """cProfile of the paths issue 16 names, in-process, on any worktree.
 
-``python -m benchmarks.profile {first,cold-hook,turn} WORKTREE [--top N]``
+``python -m benchmarks.profile {first,cold-hook,turn,undo,redo} WORKTREE [--top N]``
 
 - ``first``: a first capture into a fresh data directory (seeding, walk, trees).
 - ``cold-hook``: a session's first event with no watcher, on a store whose stat
@@ -9,6 +9,10 @@
 - ``turn``: a ``turn_end`` after 10 files in 10 directories were edited, with the
   watcher on, as the hook server handles it. The edits are appended to the
   files: run it on a copy.
+- ``undo``, ``redo``: after that turn, ``Engine.undo`` of it (and then
+  ``Engine.redo``), on an engine opened with the watcher as the hook server
+  opens one; the store's records, trees and syncs as a served ``snapshotter
+  undo`` pays them (less the fork, the CLI and its output).
 
 Public API only (``snapshotter.Engine``, ``snapshotter.SnapshotBuiltin``,
 ``snapshotter.HookInput``) plus the watcher's documented opt-in
@@ -51,7 +55,7 @@ def _event(builtin: object, root: Path, name: str, session: str) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.profile", description=__doc__)
-    parser.add_argument("what", choices=["first", "cold-hook", "turn"])
+    parser.add_argument("what", choices=["first", "cold-hook", "turn", "undo", "redo"])
     parser.add_argument("worktree", type=Path)
     parser.add_argument("--top", type=int, default=15, help="entries to print (default 15)")
     opts = parser.parse_args(argv)
@@ -76,21 +80,47 @@ def main(argv: list[str] | None = None) -> None:
             return
         from snapshotter.store.resident import Resident
 
-        builtin = snapshotter.SnapshotBuiltin(data_dir_path=data, resident=Resident())
+        resident = Resident()
+        builtin = snapshotter.SnapshotBuiltin(data_dir_path=data, resident=resident)
         _event(builtin, root, "session_start", "turn")
         _event(builtin, root, "turn_start", "turn")
-        files = sorted(  # not rule files (.gitignore): an edit to one means a full walk
-            p
-            for p in root.rglob("*")
-            if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
-        )
-        for path in files[:: max(1, len(files) // EDITS)][:EDITS]:
-            with open(path, "ab") as f:
-                f.write(b"edited by benchmarks.profile\n")
+        _edit(root)
+
+        def end_turn() -> None:
+            _event(builtin, root, "turn_end", "turn")
+
+        if opts.what == "turn":
+            _profiled("turn_end, 10 files edited", end_turn, opts.top)
+            return
+        end_turn()
+        engine = snapshotter.Engine.open(root, data_dir_path=data, resident=resident)
+        assert engine is not None
         time.sleep(0.1)
-        _profiled(
-            "turn_end, 10 files edited", lambda: _event(builtin, root, "turn_end", "turn"), opts.top
-        )
+
+        def undo() -> None:
+            assert engine is not None
+            engine.undo("turn")
+
+        if opts.what == "undo":
+            _profiled("undo of the 10-file turn", undo, opts.top)
+            return
+        undo()
+        time.sleep(0.1)
+        _profiled("redo of it", lambda: engine.redo("turn"), opts.top)
+
+
+def _edit(root: Path) -> None:
+    """Append a line to EDITS files spread over the worktree (not rule files: an edit
+    to a .gitignore means a full walk)."""
+    files = sorted(
+        p
+        for p in root.rglob("*")
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
+    )
+    for path in files[:: max(1, len(files) // EDITS)][:EDITS]:
+        with open(path, "ab") as f:
+            f.write(b"edited by benchmarks.profile\n")
+    time.sleep(0.1)
 
 
 if __name__ == "__main__":

@@ -13,22 +13,27 @@ import os
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 from snapshotter import durable
 from snapshotter.errors import StoreError
-from snapshotter.git.kinds import BLOB, EMPTY_TREE, MODE_GITLINK, MODE_TREE, Entry, ObjectId
+from snapshotter.git import kept_trees
+from snapshotter.git.kept_trees import Items
+from snapshotter.git.kinds import (
+    BLOB,
+    EMPTY_TREE,
+    MODE_GITLINK,
+    MODE_TREE,
+    TREE,
+    Entry,
+    ObjectId,
+)
 
 if TYPE_CHECKING:
     import pygit2
 
 
-# Trees kept once read: the few versions of the directories an operation looks
-# in (each a few hundred KB at most for a directory of thousands of files).
-TREES_KEPT = 8
-
-
-T = TypeVar("T")
+_EMPTY_RAW = bytes.fromhex(EMPTY_TREE)
 
 
 class ObjectError(StoreError):
@@ -112,10 +117,6 @@ class ObjectDB:
     def __init__(self, git_dir: Path) -> None:
         self.git_dir = git_dir
         self._repo: pygit2.Repository | None = None
-        # Trees read lately (ids are content: never stale), least recently used first:
-        # entry()'s parsed, tree_items()' as dicts.
-        self._walked: dict[bytes, pygit2.Tree] = {}
-        self._items: dict[bytes, dict[bytes, Entry]] = {}
 
     @property
     def repo(self) -> pygit2.Repository:
@@ -131,7 +132,6 @@ class ObjectDB:
     def reopen(self) -> None:
         """Forget the open repository, so packs written behind libgit2's back are seen."""
         self._repo = None
-        self._walked, self._items = {}, {}
 
     # -- reading ----------------------------------------------------------
 
@@ -204,48 +204,53 @@ class ObjectDB:
             raise ObjectError(f"{tree!r} is not a tree")
         return obj
 
-    def tree_items(self, tree: bytes) -> dict[bytes, Entry]:
-        """name → (mode, raw id) of a stored tree; empty for the empty tree."""
-        if tree == bytes.fromhex(EMPTY_TREE):
-            return {}
-        items = _recent(self._items, tree)
-        if items is None:
-            items = {
-                e.raw_name or b"": Entry(int(e.filemode), ObjectId(e.id.raw))
-                for e in self._tree(tree)
-            }
-            _keep(self._items, tree, items)
-        return dict(items)
+    def tree_items(self, tree: bytes) -> Items:
+        """name -> (mode, raw id) of a stored tree, read-only; empty for the empty tree.
+
+        Parsed once a process and kept by id (kept_trees.py); a kept tree is
+        returned only while this store holds it.
+        """
+        if tree == _EMPTY_RAW:
+            return kept_trees.EMPTY
+        items = kept_trees.get(tree)
+        if items is not None and self.has(tree):
+            return items
+        try:
+            kind, data = self.repo.odb.read(tree.hex())
+        except (KeyError, ValueError, _git_error()) as exc:
+            raise ObjectError(f"tree {tree.hex()} is missing from the store") from exc
+        if int(kind) != TREE:
+            raise ObjectError(f"{tree.hex()} is not a tree")
+        try:
+            return kept_trees.keep(tree, kept_trees.parse(bytes(data), len(tree)))
+        except kept_trees.MalformedTree as exc:
+            raise ObjectError(f"tree {tree.hex()} in the store is damaged") from exc
+
+    def keep_tree(self, tree: bytes, items: dict[bytes, tuple[int, bytes]]) -> None:
+        """Tree ``tree`` (just written, raw id) has ``items``: no need to read it back.
+
+        The caller gives ``items`` up (kept as they are, never to be changed).
+        """
+        kept_trees.keep(tree, items)
 
     def entry(self, tree: str, rel: str) -> Entry | None:
         """The file at ``rel`` in ``tree``; None when absent or a directory.
 
-        Walked a directory at a time through the trees last walked (``_kept``):
-        an undo asks for the same few paths in the same few trees dozens of
-        times, and libgit2 caches no tree over 4 KB, so a lookup by path read
-        and parsed a directory of 5,000 entries again each time (4 ms, issue 24.2).
+        Walked a directory at a time through the kept trees: an undo asks for
+        the same few paths in the same few trees dozens of times.
         """
         try:
-            node = self._kept(bytes.fromhex(tree))
+            node = self.tree_items(bytes.fromhex(tree))
             *dirs, name = rel.split("/")
             for part in dirs:
-                item = node[part]
-                if int(item.filemode) != MODE_TREE:
+                mode, oid = node[os.fsencode(part)]
+                if mode != MODE_TREE:
                     return None
-                node = self._kept(item.id.raw)
-            item = node[name]
-        except (KeyError, ValueError, TypeError, ObjectError):
+                node = self.tree_items(oid)
+            mode, oid = node[os.fsencode(name)]
+        except (KeyError, ValueError, ObjectError):
             return None
-        mode = int(item.filemode)
-        return None if mode == MODE_TREE else Entry(mode, ObjectId(item.id.raw))
-
-    def _kept(self, tree: bytes) -> pygit2.Tree:
-        """Stored tree ``tree`` (raw id), parsed once while it is among the last read."""
-        kept = _recent(self._walked, tree)
-        if kept is None:
-            kept = self._tree(tree)
-            _keep(self._walked, tree, kept)
-        return kept
+        return None if mode == MODE_TREE else Entry(mode, ObjectId(oid))
 
     def files_under(self, tree: str, directory: str) -> list[str]:
         """Every file path below ``directory`` in ``tree`` (none if not a directory there)."""
@@ -286,11 +291,11 @@ class ObjectDB:
             if oid in found or oid in known:
                 continue
             found.add(oid)
-            for entry in self.tree_items(oid).values():
-                if entry.mode == MODE_TREE:
-                    stack.append(entry.oid)
-                elif entry.mode != MODE_GITLINK and entry.oid not in known:
-                    found.add(entry.oid)
+            for mode, child in self.tree_items(oid).values():
+                if mode == MODE_TREE:
+                    stack.append(child)
+                elif mode != MODE_GITLINK and child not in known:
+                    found.add(child)
         return found
 
     # -- writing ----------------------------------------------------------
@@ -353,21 +358,21 @@ class ObjectDB:
         ]
         while pending:  # a loop, not recursion: trees may be thousands deep
             prefix, old, new = pending.pop()
-            a = self.tree_items(old) if old is not None else {}
-            b = self.tree_items(new) if new is not None else {}
-            for name in a.keys() | b.keys():
+            a = self.tree_items(old) if old is not None else kept_trees.EMPTY
+            b = self.tree_items(new) if new is not None else kept_trees.EMPTY
+            # The names whose entries differ, in C: trees of thousands of entries of
+            # which a turn changed a few.
+            for name in {n for n, _ in a.items() ^ b.items()}:
                 x, y = a.get(name), b.get(name)
-                if x == y:
-                    continue
                 path = prefix + os.fsdecode(name)
-                x_tree = x is not None and x.mode == MODE_TREE
-                y_tree = y is not None and y.mode == MODE_TREE
+                x_tree = x is not None and x[0] == MODE_TREE
+                y_tree = y is not None and y[0] == MODE_TREE
                 if x_tree or y_tree:
                     pending.append(
                         (
                             path + "/",
-                            x.oid if x is not None and x_tree else None,
-                            y.oid if y is not None and y_tree else None,
+                            x[1] if x is not None and x_tree else None,
+                            y[1] if y is not None and y_tree else None,
                         )
                     )
                 x_file, y_file = x is not None and not x_tree, y is not None and not y_tree
@@ -431,18 +436,3 @@ class Patch:
 
 def _delta(d: pygit2.DiffDelta) -> Delta:
     return Delta(d.new_file.path or d.old_file.path, d.status_char(), bool(d.is_binary))
-
-
-def _recent(kept: dict[bytes, T], key: bytes) -> T | None:
-    """``kept[key]``, now the most recently used; None when not kept."""
-    found = kept.pop(key, None)
-    if found is not None:
-        kept[key] = found
-    return found
-
-
-def _keep(kept: dict[bytes, T], key: bytes, value: T) -> None:
-    """Keep ``value`` as the most recently used, dropping the least past TREES_KEPT."""
-    if len(kept) >= TREES_KEPT:
-        del kept[next(iter(kept))]
-    kept[key] = value

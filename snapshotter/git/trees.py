@@ -14,7 +14,15 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from snapshotter.git.kinds import EMPTY_TREE, MODE_TREE, TREE
+from snapshotter.git.kinds import (
+    EMPTY_TREE,
+    MODE_EXEC,
+    MODE_FILE,
+    MODE_GITLINK,
+    MODE_LINK,
+    MODE_TREE,
+    TREE,
+)
 from snapshotter.git.packs import object_id
 
 # path -> a record whose first item is the mode and last item the raw blob id
@@ -73,46 +81,53 @@ def update(
 
 
 Items = dict[bytes, tuple[int, bytes]]
+Read = Callable[[bytes], Mapping[bytes, tuple[int, bytes]]]
 
 
 def edit(
     base: str,
     changes: Mapping[str, tuple[int, bytes] | None],
-    read: Callable[[bytes], Items],
+    read: Read,
     write: Callable[[bytes], bytes],
+    wrote: Callable[[bytes, Items], None] | None = None,
 ) -> str:
     """The stored tree ``base`` with each path set to (mode, blob id), or removed for None.
 
     See ``edit_ids``, which also says which directories' trees it wrote.
     """
-    return (edit_ids(base, changes, read, write)[""] or bytes.fromhex(EMPTY_TREE)).hex()
+    return (edit_ids(base, changes, read, write, wrote)[""] or bytes.fromhex(EMPTY_TREE)).hex()
 
 
 def edit_ids(
     base: str,
     changes: Mapping[str, tuple[int, bytes] | None],
-    read: Callable[[bytes], Items],
+    read: Read,
     write: Callable[[bytes], bytes],
+    wrote: Callable[[bytes, Items], None] | None = None,
 ) -> dict[str, bytes | None]:
     """The tree id of every directory on the way from ``changes`` to the root, after
     them (None: left empty, so gone, the root included); see ``edit``.
 
     Only the trees on the way from the changed paths to the root are read
     (``read``: a stored tree's items) and written (``write``: a tree's bytes,
-    its id back). A loop over directories, deepest first, never a recursion:
-    trees 1,100 directories deep must be editable (#13.3). A None for a path
-    that is a directory in ``base`` leaves the directory alone.
+    its id back; ``wrote``, if given, is told each written tree's id and items,
+    which it may keep: they are not changed here again). A loop over
+    directories, deepest first, never a recursion: trees 1,100 directories
+    deep must be editable (#13.3). A None for a path that is a directory in
+    ``base`` leaves the directory alone. A directory whose entries come out as
+    they were keeps its tree (read, never written again): an edit that changes
+    nothing costs no tree bytes.
     """
     empty = bytes.fromhex(EMPTY_TREE)
 
-    seen: dict[bytes, Items] = {}
+    seen: dict[bytes, Mapping[bytes, tuple[int, bytes]]] = {}
 
-    def items_of(tree: bytes | None) -> Items:
+    def view(tree: bytes | None) -> Mapping[bytes, tuple[int, bytes]]:
         if tree is None or tree == empty:
             return {}
         if tree not in seen:
             seen[tree] = read(tree)  # each tree read once: as a parent, then edited
-        return dict(seen[tree])
+        return seen[tree]
 
     dirs = {""}
     files: dict[str, dict[bytes, tuple[int, bytes] | None]] = {}
@@ -128,11 +143,12 @@ def edit_ids(
     for d in by_depth[1:]:  # parents first: each directory's tree id in ``base``
         parent, _, name = d.rpartition("/")
         children.setdefault(parent, []).append(d)
-        item = items_of(old[parent]).get(os.fsencode(name))
+        item = view(old[parent]).get(os.fsencode(name))
         old[d] = item[1] if item is not None and item[0] == MODE_TREE else None
     new: dict[str, bytes | None] = {}
     for d in reversed(by_depth):  # children first: each directory's new tree
-        items = items_of(old[d])
+        base_items = view(old[d])
+        items = dict(base_items)  # a copy: what ``read`` gives is shared
         mine = files.get(d, {})
         for key, change in mine.items():
             if change is not None:
@@ -149,19 +165,34 @@ def edit_ids(
                     del items[key]  # git keeps no empty directories
             else:
                 items[key] = (MODE_TREE, subtree)
-        new[d] = write(tree_bytes(items)) if items else None
+        if not items:
+            new[d] = None
+            continue
+        if items == base_items:
+            new[d] = old[d]  # nothing changed here (e.g. files as they were): not rewritten
+            continue
+        new[d] = oid = write(tree_bytes(items))
+        if wrote is not None:
+            wrote(oid, items)
     return new
 
 
 def tree_bytes(items: Mapping[bytes, tuple[int, bytes]]) -> bytes:
     """A tree object's body for name → (mode, raw id), in git's entry order."""
-    # Sorted on (git's order, name): no two names share an order key (names hold no "/").
-    ordered = sorted(
-        (_git_order(name, mode), name, mode, oid) for name, (mode, oid) in items.items()
+    prefix = _MODE_PREFIX
+    return b"".join(
+        [
+            (prefix.get(mode) or b"%o " % mode) + name + b"\0" + oid
+            for name, (mode, oid) in sorted(items.items(), key=_git_order)
+        ]
     )
-    return b"".join(b"%o %s\0%s" % (mode, name, oid) for _key, name, mode, oid in ordered)
 
 
-def _git_order(name: bytes, mode: int) -> bytes:
+# A mode's digits as a tree entry starts with them (one lookup, not a format, per entry).
+_MODE_PREFIX = {m: b"%o " % m for m in (MODE_FILE, MODE_EXEC, MODE_LINK, MODE_TREE, MODE_GITLINK)}
+
+
+def _git_order(item: tuple[bytes, tuple[int, bytes]]) -> bytes:
     """git sorts a tree's entries by name, with ``/`` after directory names."""
+    name, (mode, _oid) = item
     return name + b"/" if mode == MODE_TREE else name

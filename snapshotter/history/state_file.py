@@ -74,8 +74,12 @@ def save(store: Store, state: State, *, durable: bool = False) -> None:
     ``durable``: the document itself too, before returning (a restore's
     journal: the way back is on disk before the first worktree write).
     """
+    _write(store, dump(state), durable=durable)
+
+
+def _write(store: Store, document: bytes, *, durable: bool = False) -> None:
     settle()
-    write_atomic(store.root / STATE_FILE, dump(state), durable=durable)
+    write_atomic(store.root / STATE_FILE, document, durable=durable)
 
 
 def dump(state: State) -> bytes:
@@ -95,7 +99,19 @@ def editing(store: Store) -> Iterator[State]:
     with store.locked():
         state = load(store)
         yield state
-        save(store, state)
+        document = dump(state)
+        if not _holds(store, document):  # (a restore's journal closed with this state)
+            _write(store, document)
+
+
+def _holds(store: Store, document: bytes) -> bool:
+    """Whether state.json is ``document`` already (read under the store lock: nobody
+    else writes it meanwhile), so saving it again would only write the same bytes."""
+    path = store.root / STATE_FILE
+    try:
+        return path.stat().st_size == len(document) and path.read_bytes() == document
+    except OSError:
+        return False
 
 
 def restore_pending(root: Path) -> bool:

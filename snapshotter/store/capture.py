@@ -276,7 +276,9 @@ class Snapshot:
         tree, trees, trees_removed, trees_written = old.tree or "", {}, [], 0
         if edits:
             store = self.store
-            ids = treebuild.edit_ids(tree, edits, store.tree_items, lambda d: store.put(TREE, d))
+            ids = treebuild.edit_ids(
+                tree, edits, store.tree_items, store.put_tree, store.objects.keep_tree
+            )
             if ids[""] is None:
                 ids[""] = store.put(TREE, b"")  # nothing left: the empty tree, stored
             trees = {d: oid for d, oid in ids.items() if oid is not None}

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 # A hook waits this long for the store lock (inside docker-agent's 60 s hook
 # timeout), polling often (layout.LOCK_POLL_S).
 LOCK_TIMEOUT_S = 50.0
+EDITS_KEPT = 16  # edit_tree results a Store remembers (an operation makes a few)
 
 
 def _make_private(data_dir: Path, root: Path) -> None:
@@ -72,6 +73,8 @@ class Store:
         self.root = root
         self.worktree = worktree
         self.objects = ObjectDB(root / "git")
+        # Trees ``edit_tree`` made: (base, changes) -> the tree (a pure function of them).
+        self._edited: dict[tuple[str, frozenset[tuple[str, object]]], str] = {}
         self._lock = lock  # shared between views of one store, so it stays re-entrant
         # The long-lived process's warm state its captures use (resident.py), if any.
         self.resident = resident
@@ -188,14 +191,28 @@ class Store:
         and written (trees.edit): an undo on a 50k-file worktree need not
         rebuild them all.
         """
+        key = (base, frozenset(changes.items()))
+        done = self._edited.get(key)
+        if done is not None and self.has(done):
+            return done  # an undo edits one base with the same entries twice
         try:
-            return treebuild.edit(base, changes, self.tree_items, lambda data: self.put(TREE, data))
+            done = treebuild.edit(
+                base, changes, self.tree_items, self.put_tree, self.objects.keep_tree
+            )
         except (ObjectError, OSError) as exc:
             raise StoreError(f"cannot write to the store {self.root}: {_why(exc)}") from exc
+        if len(self._edited) >= EDITS_KEPT:
+            self._edited.clear()
+        self._edited[key] = done
+        return done
 
-    def tree_items(self, tree: bytes) -> dict[bytes, tuple[int, bytes]]:
-        """Name -> (mode, raw id) of the entries of tree ``tree`` (raw id)."""
-        return dict(self.objects.tree_items(tree))
+    def tree_items(self, tree: bytes) -> Mapping[bytes, tuple[int, bytes]]:
+        """Name -> (mode, raw id) of the entries of tree ``tree`` (raw id), read-only."""
+        return self.objects.tree_items(tree)
+
+    def put_tree(self, data: bytes) -> ObjectId:
+        """Write a tree object's bytes unless the store has it; its raw id."""
+        return self.put(TREE, data)
 
     def has(self, oid: str) -> bool:
         """Whether the object ``oid`` (hex) is stored."""

@@ -346,3 +346,25 @@ def test_a_reader_being_built_is_not_used_by_another_thread(
     first.join(5)
     second.join(5)
     assert found == [Fresh("x"), Fresh("x")]
+
+
+def test_a_state_saved_already_is_not_written_again(tmp_path: Path) -> None:
+    """``editing`` rewrites state.json only when the document differs from the file
+    (an undo's journal closes with the very state its ``editing`` would save again)."""
+    from builders import open_engine
+
+    root = make_repo(tmp_path / "repo", {"a.txt": "a"})
+    engine = open_engine(root, tmp_path / "data")
+    store = engine.store
+    path = store.root / state_file.STATE_FILE
+    with state_file.editing(store) as state:
+        state.session("s").prompt = "first"
+    with state_file.editing(store) as state:
+        state.session("s").prompt = "saved inside"
+        state_file.save(store, state)  # as journal.run saves the outcome
+        saved = path.stat().st_ino
+    assert path.stat().st_ino == saved, "the same bytes: not replaced on the way out"
+    with state_file.editing(store) as state:
+        state.session("s").prompt = "second"
+    assert path.stat().st_ino != saved, "a change is written"
+    assert state_file.load(store).session("s").prompt == "second"

@@ -225,3 +225,31 @@ def test_tree_edits_swap_files_and_directories(tmp_path: Path, data_dir: Path) -
     back = store.edit_tree(as_dir, {"a/x": None, "a/y": None, "a": (0o100644, blob)})
     assert back == as_file, "the directory became the file again"
     assert store.edit_tree(as_dir, {"a/x": None, "a/y": None}) == EMPTY_TREE, "no empty dirs"
+
+
+def test_an_edit_to_what_is_there_keeps_the_tree_and_edits_are_remembered_exactly(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    """An edit that changes nothing writes nothing and gives back its base; the same
+    edit again gives the same tree (remembered by base and changes, never by less),
+    and a remembered tree that is gone from the store is made again."""
+    root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
+    engine = Engine.open(root, data_dir_path=data_dir)
+    assert engine is not None
+    store = engine.store
+    b = [store.objects.repo.create_blob(bytes([i]) * 3).raw for i in range(3)]
+    tree = store.edit_tree(EMPTY_TREE, {"d/a": (0o100644, b[0]), "d/e/b": (0o100644, b[1])})
+    objects_dir = store.root / "git" / "objects"
+    loose = {p for p in objects_dir.glob("??/*")}
+    same = {"d/a": (0o100644, b[0]), "d/e/b": (0o100644, b[1]), "never/there": None}
+    assert store.edit_tree(tree, same) == tree
+    assert {p for p in objects_dir.glob("??/*")} == loose, "no tree written"
+    one = store.edit_tree(tree, {"d/a": (0o100644, b[1])})
+    two = store.edit_tree(tree, {"d/a": (0o100755, b[1])})
+    assert len({tree, one, two}) == 3
+    assert store.edit_tree(tree, {"d/a": (0o100644, b[1])}) == one
+    assert store.entry(two, "d/a") == (0o100755, b[1])
+    assert store.entry(one, "d/a") == (0o100644, b[1])
+    (objects_dir / one[:2] / one[2:]).unlink()  # as a gc that found it unreferenced
+    assert not store.has(one)
+    assert store.edit_tree(tree, {"d/a": (0o100644, b[1])}) == one and store.has(one)

@@ -84,7 +84,7 @@ def test_entries_and_files_of_a_tree(db: ObjectDB) -> None:
 
 def test_reachable_names_every_tree_and_blob_below(db: ObjectDB) -> None:
     tree = store_tree(db, {"a": b"a", "d/b": b"b", "d/c": b"a"})
-    sub = db.tree_items(bytes.fromhex(tree))[b"d"].oid
+    sub = db.tree_items(bytes.fromhex(tree))[b"d"][1]
     everything = {bytes.fromhex(tree), sub, objects.hash_bytes(b"a"), objects.hash_bytes(b"b")}
     assert db.reachable([tree]) == everything
     assert db.reachable([tree], known={sub}) == {bytes.fromhex(tree), objects.hash_bytes(b"a")}

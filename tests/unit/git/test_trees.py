@@ -151,3 +151,21 @@ def test_editing_away_everything_gives_the_empty_tree(repo: pygit2.Repository) -
     assert trees.edit(base, {"d/only": None}, read, lambda d: object_id(TREE, d)) == (
         "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
     )
+
+
+def test_an_edit_that_changes_nothing_writes_no_tree(repo: pygit2.Repository) -> None:
+    entries = sample(repo)
+    base = libgit2_tree(repo, entries)
+    written: list[bytes] = []
+
+    def write(data: bytes) -> bytes:
+        written.append(data)
+        return bytes.fromhex(str(repo.odb.write(pygit2.enums.ObjectType.TREE, data)))
+
+    read = reader(repo)
+    same = {"foo/b/c": entries["foo/b/c"], "a b": entries["a b"], "no/such": None}
+    assert trees.edit(base, same, read, write) == base and written == []
+    changed = {"foo/b/c": (MODE_EXEC, entries["foo/b/c"][1])}
+    expected = {**entries, **changed}
+    assert trees.edit(base, changed, read, write) == libgit2_tree(repo, expected)
+    assert len(written) == 3, "foo/b, foo and the root: only the way to the change"
