@@ -12,22 +12,34 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from snapshotter.git.kinds import EMPTY_TREE, MODE_TREE, TREE
 from snapshotter.git.packs import object_id
 
-# path -> a record whose first item is the mode and last item the raw blob id
-Entries = Mapping[str, Sequence[object]]
+# path -> a record, read by ``read`` as (mode, raw blob id); by default one whose
+# first item is the mode and last item the raw blob id
+Entries = Mapping[str, Any]
+Read = Callable[[Any], tuple[int, bytes]]
 Built = tuple[bytes, list[tuple[bytes, bytes]], dict[str, bytes]]
 
 
-def build(entries: Entries) -> Built:
+def _first_and_last(record: Sequence[Any]) -> tuple[int, bytes]:
+    return record[0], record[-1]
+
+
+def build(entries: Entries, *, read: Read = _first_and_last) -> Built:
     """(root tree id, [(tree id, tree bytes)], directory -> tree id) for ``entries``."""
-    return update(entries, {}, entries, everything=True)
+    return update(entries, {}, entries, everything=True, read=read)
 
 
 def update(
-    entries: Entries, trees: Mapping[str, bytes], paths: Iterable[str], *, everything: bool = False
+    entries: Entries,
+    trees: Mapping[str, bytes],
+    paths: Iterable[str],
+    *,
+    everything: bool = False,
+    read: Read = _first_and_last,
 ) -> Built:
     """The trees after ``paths`` (added, changed or removed) changed in ``entries``.
 
@@ -45,7 +57,7 @@ def update(
     for path, record in entries.items():
         parent, _, name = path.rpartition("/")
         if parent in files:
-            files[parent].append((os.fsencode(name), record[0], record[-1]))  # type: ignore[arg-type]
+            files[parent].append((os.fsencode(name), *read(record)))
     subdirs: dict[str, set[str]] = {}
     for directory in (*trees, *affected):
         if directory:

@@ -35,7 +35,7 @@ from snapshotter.git import packs as packwriter
 from snapshotter.git import trees as treebuild
 from snapshotter.git.kinds import TREE
 from snapshotter.git.objects import ObjectError
-from snapshotter.store import blobs, refusals, stat_cache
+from snapshotter.store import blobs, records, refusals, stat_cache
 from snapshotter.store.shadow import Store
 from snapshotter.store.signature import RACY_WINDOW_NS
 from snapshotter.store.skips import Skip
@@ -249,14 +249,14 @@ class Snapshot:
             if st is None:
                 if prior is not None:
                     removed.append(rel)
-            elif prior is None or not stat_cache.trusted(prior) or prior[:5] != st[:5]:
-                stale.append((rel, st[:5], prior))
+            elif not stat_cache.unchanged(prior, st):
+                stale.append((rel, records.fields(st), prior))
         hashed: dict[str, stat_cache.Entry] = {}
         changed, written = self._hash_stale(stale, hashed)
         self._share(hashed, whole=False)
         removed += [rel for rel, _st, prior in stale if rel not in hashed and prior is not None]
         edits: dict[str, tuple[int, bytes] | None] = {rel: None for rel in removed}
-        edits.update((rel, (entry[0], entry[5])) for rel, entry in changed.items())
+        edits.update((rel, records.mode_and_id(entry)) for rel, entry in changed.items())
         tree, trees, trees_removed, trees_written = old.tree or "", {}, [], 0
         if edits:
             store = self.store
@@ -320,7 +320,7 @@ class Snapshot:
                 continue
             entry = stat_cache.entry(st, oid, racy=st[2] >= racy_from)
             entries[rel] = entry
-            if prior is None or prior[0] != entry[0] or prior[5] != oid:
+            if prior is None or records.mode(prior) != st[0] or records.oid(prior) != oid:
                 changed[rel] = entry
         return changed, written
 
@@ -366,11 +366,13 @@ class Snapshot:
         """
         store = self.store
         if self._extends():
-            root, trees, ids = treebuild.update(entries, self.old.trees, paths)
+            root, trees, ids = treebuild.update(
+                entries, self.old.trees, paths, read=records.mode_and_id
+            )
             for _oid, data in trees:
                 store.put(TREE, data)
             return root.hex(), ids, len(trees)
-        root, trees, ids = treebuild.build(entries)
+        root, trees, ids = treebuild.build(entries, read=records.mode_and_id)
         objects = ((oid, TREE, data) for oid, data in trees)
         packwriter.write_pack(store.root / "git" / "objects" / "pack", objects)
         store.reopen()
@@ -406,10 +408,10 @@ def _reuse_unchanged(
     stale = []
     for rel, st in result.entries.items():
         prior = old.entries.get(rel)
-        if prior is not None and stat_cache.trusted(prior) and prior[:5] == st[:5]:
-            entries[rel] = prior
+        if stat_cache.unchanged(prior, st):
+            entries[rel] = prior  # type: ignore[assignment]  # (not None: unchanged)
         else:
-            stale.append((rel, st[:5], prior))
+            stale.append((rel, records.fields(st), prior))
     return entries, stale
 
 

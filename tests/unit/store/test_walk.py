@@ -15,6 +15,7 @@ import pytest
 from snapshotter.errors import NotAProject, TooManyFiles
 from snapshotter.git.kinds import MODE_EXEC, MODE_FILE, MODE_LINK
 from snapshotter.git.worktree import Worktree, find_worktree
+from snapshotter.store import records
 from snapshotter.store.walk import scan
 
 LIMIT = 100
@@ -50,7 +51,7 @@ def worktree(tmp_path: Path) -> Worktree:
 def walk(worktree: Worktree, **options: object) -> tuple[dict[str, int], dict[str, str]]:
     """(path -> git mode, path -> why skipped) of one scan."""
     found = scan(worktree, previous=(), max_new_file_size=LIMIT, **options)  # type: ignore[arg-type]
-    modes = {rel: stat[0] for rel, stat in found.entries.items()}
+    modes = {rel: records.mode(stat) for rel, stat in found.entries.items()}
     return modes, {rel: skip.reason for rel, skip in found.skipped.items()}
 
 
@@ -73,7 +74,7 @@ def test_a_snapshot_holds_what_git_would_see(worktree: Worktree) -> None:
 def test_the_stat_data_is_the_files(worktree: Worktree) -> None:
     found = scan(worktree, previous=(), max_new_file_size=LIMIT)
     st = os.lstat(worktree.root / "a.txt")
-    assert found.entries["a.txt"] == (
+    assert records.fields(found.entries["a.txt"]) == (
         MODE_FILE,
         st.st_size,
         st.st_mtime_ns,
