@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Sequence
 
 _STAT = struct.Struct("<IQqqQ")  # mode, size, mtime_ns, ctime_ns, inode
 _SIGNATURE = struct.Struct("<QqqQ")  # size, mtime_ns, ctime_ns, inode: a Stat after its mode
@@ -76,8 +77,9 @@ def signature_at(path: str, dir_fd: int | None = None) -> bytes | None:
         return None
 
 
-def from_tuple(record: tuple[int, ...] | list[int]) -> bytes:
+def from_tuple(record: Sequence[object]) -> bytes:
     """A record of the stat cache's older formats (a tuple: five fields, then the id)."""
-    if len(record) != 6 or not isinstance(record[5], bytes):
+    oid = record[5] if len(record) == 6 else None
+    if not isinstance(oid, bytes):
         raise ValueError("not a stat cache entry")
-    return _STAT.pack(*record[:5]) + record[5]
+    return _STAT.pack(*record[:5]) + oid
