@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from snapshotter.store import records
 
 # Threads for a sweep of at least PARALLEL_FROM files (fewer: not worth starting them).
-THREADS = 3
+THREADS = 2  # the GIL is held between system calls: a second thread fills the gaps
 PARALLEL_FROM = 4096
 _BATCH = 2048  # files per piece of work handed to a thread (whole directories)
 _OPEN = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
