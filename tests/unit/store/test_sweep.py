@@ -49,9 +49,7 @@ def threads(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
     return seen
 
 
-def test_every_file_whose_stat_data_moved_and_only_those(
-    tmp_path: Path, threads: set[int]
-) -> None:
+def test_every_file_whose_stat_data_moved_and_only_those(tmp_path: Path, threads: set[int]) -> None:
     entries, files = _tree(tmp_path)
     assert sweep.swept(str(tmp_path), entries, files, 0, None) == (set(), 10)
     (tmp_path / "outside").hardlink_to(tmp_path / "d3/f5.txt")  # a new link: its ctime

@@ -151,3 +151,25 @@ def test_keep_ignored_captures_chosen_ignored_files_up_to_a_size(worktree: Workt
     assert {"logs/other.log", "build/out.o"} <= modes.keys(), modes
     found = scan(worktree, previous=(), max_new_file_size=LIMIT)
     assert "build/huge.o" not in found.entries and found.ignored == {"build/huge.o"}, found.ignored
+
+
+@pytest.mark.parametrize("field", [None, 0, 1, 2, 3, 4], ids=lambda f: f"field {f}")
+def test_the_stat_caches_entry_is_kept_only_if_every_field_matches(
+    worktree: Worktree, field: int | None
+) -> None:
+    """``reuse``: a file gets the cache's own record (trusted as unchanged by the capture)
+    only when its mode, size, mtime, ctime and inode all match (issue 24.5)."""
+    st = os.lstat(worktree.root / "a.txt")
+    now = [MODE_FILE, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+    if field is not None:
+        now[field] += 1
+    cached = records.stat(*now) + bytes(20)
+    found = scan(worktree, previous=(), max_new_file_size=LIMIT, reuse={"a.txt": cached})
+    assert (found.entries["a.txt"] is cached) == (field is None)
+    assert records.fields(found.entries["a.txt"])[:5] == (
+        MODE_FILE,
+        st.st_size,
+        st.st_mtime_ns,
+        st.st_ctime_ns,
+        st.st_ino,
+    )
