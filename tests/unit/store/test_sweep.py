@@ -17,7 +17,8 @@ OLD = 1_600_000_000_000_000_000
 
 def _tree(root: Path) -> tuple[dict[str, bytes], dict[str, list[str]]]:
     """Ten directories of twenty files, and their records as a capture keeps them."""
-    entries, files = {}, {}
+    entries: dict[str, bytes] = {}
+    files: dict[str, list[str]] = {}
     for d in range(10):
         files[f"d{d}"] = []
         for i in range(20):
