@@ -147,6 +147,11 @@ def scan(
         raise NotAProject(f"{display(str(tree.root))} is your home directory")
     walker = _Walker(tree, previous, max_new_file_size, excluded)
     walker.reuse = reuse
+    if reuse and on_dir is not None:
+        # A watched walk is kept (the hook server's): its paths are the stat cache's
+        # own strings from the start, not copies that go once it is kept beside the
+        # cache (resident.py's ``share``) and leave holes in the heap (issue 24.5).
+        walker.keys = {rel: rel for rel in reuse}.get
     walker.index_cache = index_cache
     walker.max_files = max_files
     walker.guard = guard
@@ -323,6 +328,7 @@ class _Walker:
         self.max_files: int | None = None
         self.on_dir: Callable[[str], None] | None = None
         self.reuse: Mapping[str, Any] | None = None  # see scan
+        self.keys: Callable[[str, str], str] | None = None  # a path's string to keep (scan)
         self.guard = False  # refuse what looks like a home directory (see scan)
         self.untracked = 0  # untracked files kept so far (the guard's count)
         self.tracked_total = 0  # what the top repository's index tracks
@@ -457,6 +463,7 @@ class _Walker:
         max_files = self.max_files
         reuse = self.reuse.get if self.reuse is not None else None
         pack = records.stat
+        keys = self.keys
         subdirs: list[_Dir] = []
         for entry in entries:
             name = entry.name
@@ -513,6 +520,8 @@ class _Walker:
             prior = reuse(rel) if reuse is not None else None
             # Every field equal (an UNTRUSTED mtime, 0, never is): the stat cache's own
             # entry (see ScanResult).
+            if keys is not None:
+                rel = keys(rel, rel)
             found[rel] = prior if prior is not None and prior.startswith(record) else record
             if linked is not None and st.st_nlink > 1:
                 linked.add(rel)
