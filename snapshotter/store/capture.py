@@ -205,11 +205,9 @@ class Snapshot:
     def _capture_all(self) -> tuple[str, set[str]]:
         """Every walked path compared with the manifest; (tree, paths to look at again)."""
         old, result = self.old, self.result
-        entries, stale = _reuse_unchanged(old, result)
-        if self.kept is None:
-            # Nobody keeps this walk: its stat data lives on in ``entries`` and
-            # ``stale``, and a first capture of 500k files need not hold it twice.
-            result.entries = {}
+        # Nobody keeps this walk (``drain``): its stat data lives on in ``entries`` and
+        # ``stale``, and a first capture of 500k files need not hold it twice.
+        entries, stale = _reuse_unchanged(old, result, drain=self.kept is None)
         changed, written = self._hash_stale(stale, entries)
         recheck = _recheck(stale, entries)
         self._keep_out_of_scope(entries)
@@ -250,7 +248,7 @@ class Snapshot:
                 if prior is not None:
                     removed.append(rel)
             elif not stat_cache.unchanged(prior, st):
-                stale.append((rel, records.fields(st), prior))
+                stale.append((rel, records.unpacked(st), prior))
         hashed: dict[str, stat_cache.Entry] = {}
         changed, written = self._hash_stale(stale, hashed)
         self._share(hashed, whole=False)
@@ -400,18 +398,23 @@ class Snapshot:
 
 
 def _reuse_unchanged(
-    old: stat_cache.Manifest, result: ScanResult
+    old: stat_cache.Manifest, result: ScanResult, *, drain: bool
 ) -> tuple[dict[str, stat_cache.Entry], list[Stale]]:
     """Entries whose stat data still matches the cache (trusted without a read), and the
-    rest as (path, stat data now, cached entry or None): those are hashed."""
+    rest as (path, stat data now, cached entry or None): those are hashed. ``drain``:
+    empty ``result.entries`` on the way, each record freed once looked at."""
     entries: dict[str, stat_cache.Entry] = {}
     stale = []
-    for rel, st in result.entries.items():
+    walked = result.entries
+    for rel in list(walked) if drain else walked:
+        st = walked.pop(rel) if drain else walked[rel]
         prior = old.entries.get(rel)
         if stat_cache.unchanged(prior, st):
             entries[rel] = prior  # type: ignore[assignment]  # (not None: unchanged)
         else:
-            stale.append((rel, records.fields(st), prior))
+            stale.append((rel, records.unpacked(st), prior))
+    if drain:
+        result.entries = {}  # (a fresh table: the drained one keeps its size)
     return entries, stale
 
 

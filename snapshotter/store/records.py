@@ -18,6 +18,8 @@ import os
 import struct
 from collections.abc import Sequence
 
+from snapshotter.git.kinds import MODE_EXEC, MODE_FILE, MODE_LINK
+
 _STAT = struct.Struct("<IQqqQ")  # mode, size, mtime_ns, ctime_ns, inode
 _SIGNATURE = struct.Struct("<QqqQ")  # size, mtime_ns, ctime_ns, inode: a Stat after its mode
 STAT_SIZE = _STAT.size
@@ -30,6 +32,9 @@ SIGNATURE_AT = 4  # signature.Signature's fields: everything after the mode
 Stat = bytes
 Entry = bytes
 
+# git's file modes, one int object each (the walk's own).
+_MODES = {mode: mode for mode in (MODE_FILE, MODE_EXEC, MODE_LINK)}
+
 stat = _STAT.pack  # (mode, size, mtime_ns, ctime_ns, inode) -> Stat
 pack_signature = _SIGNATURE.pack  # (size, mtime_ns, ctime_ns, inode) -> ``signature``'s bytes
 fields = _STAT.unpack_from  # Stat or Entry -> (mode, size, mtime_ns, ctime_ns, inode)
@@ -38,6 +43,14 @@ fields = _STAT.unpack_from  # Stat or Entry -> (mode, size, mtime_ns, ctime_ns, 
 def oid(entry: Entry) -> bytes:
     """The raw blob id of a stat cache entry."""
     return entry[STAT_SIZE:]
+
+
+def unpacked(record: Stat) -> tuple[int, int, int, int, int]:
+    """``fields``, sharing objects where a tuple of them can: one int a mode, and the
+    mtime's for a ctime equal to it (a first capture holds one a file to hash)."""
+    mode, size, mtime_ns, ctime_ns, ino = _STAT.unpack_from(record)
+    ctime_ns = mtime_ns if ctime_ns == mtime_ns else ctime_ns
+    return _MODES.get(mode, mode), size, mtime_ns, ctime_ns, ino
 
 
 def mode_and_id(entry: Entry) -> tuple[int, bytes]:

@@ -58,3 +58,12 @@ def test_an_older_formats_tuple_packs_to_the_same_record() -> None:
     assert records.from_tuple((*FIELDS, OID)) == stat_cache.entry(FIELDS, OID, racy=False)
     with pytest.raises(ValueError):
         records.from_tuple((1, 2, 3))
+
+
+def test_unpacked_is_fields_with_shared_objects() -> None:
+    st = records.stat(0o100644, 3, 10**18, 10**18, 7)
+    mode, size, mtime, ctime, ino = records.unpacked(st)
+    assert (mode, size, mtime, ctime, ino) == records.fields(st)
+    assert mode is records.unpacked(records.stat(0o100644, 1, 1, 2, 3))[0], "one int a mode"
+    assert ctime is mtime
+    assert records.unpacked(records.stat(*FIELDS)) == FIELDS
