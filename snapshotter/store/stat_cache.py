@@ -16,6 +16,9 @@ A watching process (the hook server) keeps the manifest in memory between
 captures (``Kept``, owned by its store/resident.py), trusted only while both
 files are exactly as it last read or wrote them: another process's capture
 shows as a new stat signature, and the files are read again.
+
+Over 400 lines on purpose: the format's reader, its writer and the older
+formats it still reads (issues 16.5, 24.5) are one contract, kept in one place.
 """
 
 from __future__ import annotations

@@ -34,6 +34,9 @@ report other machines' writes), and not for writes made through ``mmap``
 Only processes that opt in use this: those holding a ``Resident`` (the hook
 server; the CLI commands it forks send their captures to it instead,
 hooks/remote_capture.py).
+
+Just over 400 lines: the inotify constants and the mount table reader belong
+with the one watcher that uses them.
 """
 
 from __future__ import annotations
@@ -152,8 +155,7 @@ class Watcher:
         self.root = str(root)
         self.broken = False
         self.out_of_watches = False  # the worktree has more directories than the limit
-        # Its files have no watches of their own (too many): captures stat them
-        # (sweep.py, round robin from ``swept_at``).
+        # Its files have no watches of their own (too many): sweep.py stats them.
         self.sweep = False
         self.swept_at = 0
         self._paths: dict[int, str] = {}  # watch descriptor -> directory
