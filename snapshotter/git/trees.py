@@ -53,11 +53,11 @@ def update(
         while parent not in affected:
             affected.add(parent)
             parent = parent.rpartition("/")[0]
-    files: dict[str, list[tuple[bytes, int, bytes]]] = {d: [] for d in affected}
+    files: dict[str, list[tuple[bytes, Any]]] = {d: [] for d in affected}
     for path, record in entries.items():
         parent, _, name = path.rpartition("/")
         if parent in files:
-            files[parent].append((os.fsencode(name), *read(record)))
+            files[parent].append((os.fsencode(name), record))
     subdirs: dict[str, set[str]] = {}
     for directory in (*trees, *affected):
         if directory:
@@ -65,7 +65,9 @@ def update(
     ids = {} if everything else dict(trees)
     written: list[tuple[bytes, bytes]] = []
     for directory in sorted(affected, key=lambda d: d.count("/") + bool(d), reverse=True):
-        items = files[directory]
+        # Records read a directory at a time: a full build of 500k files never holds
+        # every (mode, id) at once.
+        items = [(name, *read(record)) for name, record in files.pop(directory)]
         for sub in subdirs.get(directory, ()):
             oid = ids.get(sub)
             if oid is not None:
