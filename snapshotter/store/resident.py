@@ -36,9 +36,9 @@ Forward = Callable[[bytes], "bytes | None"]
 # (a write through another name raises no event here); past this, just walk.
 MAX_LINKED = 1000
 # Files without watches of their own (more than the user's inotify allowance):
-# each capture stats all of them (sweep.py: ~1.4 s of CPU per 500k files, in two
-# threads), so a write made only through a hard link created from outside shows
-# in the checkpoint it belongs to.
+# each capture stats all of them (sweep.py: ~1.4 s of CPU per 500k files), so a
+# write made only through a hard link created from outside shows in the checkpoint
+# it belongs to.
 # SNAPSHOTTER_SWEEP=N trades that for speed: N of them a capture, round robin, and
 # such a write then shows a few captures late (a restore never overwrites it).
 SWEEP_ENV = "SNAPSHOTTER_SWEEP"

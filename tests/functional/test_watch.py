@@ -593,23 +593,13 @@ def test_a_sweep_of_many_files_is_spread_over_captures(
     assert engine.capture().tree == plain_capture(engine)
 
 
-@pytest.mark.parametrize("threads", [False, True], ids=["one thread", "threads"])
 def test_over_the_allowance_every_capture_sees_a_write_through_an_outside_link(
-    engine: Engine,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    resident: Resident,
-    threads: bool,
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, resident: Resident
 ) -> None:
     """By default the sweep stats every unwatched file: such a write is in the very
-    next capture, the checkpoint it belongs to (exactness first, issue 24), whichever
-    of the sweep's threads stats it (issue 24.5)."""
-    from snapshotter.store import sweep
+    next capture, the checkpoint it belongs to (exactness first, issue 24)."""
     from snapshotter.store.resident import SWEEP_ENV, sweep_per_capture
 
-    if threads:  # as at 500k files: directories in batches, over the sweep's threads
-        monkeypatch.setattr(sweep, "PARALLEL_FROM", 0)
-        monkeypatch.setattr(sweep, "_BATCH", 16)
     monkeypatch.delenv(SWEEP_ENV, raising=False)
     assert sweep_per_capture() is None, "every unwatched file, unless the user trades it"
     for value, share in (("40", 40), ("0", None), ("lots", None)):
@@ -628,7 +618,7 @@ def test_over_the_allowance_every_capture_sees_a_write_through_an_outside_link(
         outside.write_text(f"through another name {d}\n")
         tree = engine.capture().tree
         assert blob_at(engine, tree, f"d{d}/f5.txt") == f"through another name {d}\n".encode()
-    for rel in ("d0/f1.txt", "d9/f19.txt"):  # two at once, in batches far apart
+    for rel in ("d0/f1.txt", "d9/f19.txt"):  # two at once, in directories far apart
         os.link(engine.root / rel, tmp_path / rel.replace("/", "-"))
         (tmp_path / rel.replace("/", "-")).write_text(f"{rel} from outside\n")
     tree = engine.capture().tree

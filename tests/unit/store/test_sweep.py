@@ -1,14 +1,11 @@
 """snapshotter/store/sweep.py: files without watches of their own, checked by stat alone
-(issue 24.5): every file whose stat data moved is found, whichever thread stats it."""
+(issue 24.5): every file whose stat data moved is found, and only those."""
 
 from __future__ import annotations
 
 import os
 import shutil
-import threading
 from pathlib import Path
-
-import pytest
 
 from snapshotter.store import records, sweep
 
@@ -33,24 +30,7 @@ def _tree(root: Path) -> tuple[dict[str, bytes], dict[str, list[str]]]:
     return entries, files
 
 
-@pytest.fixture(params=["one thread", "threads"])
-def threads(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> set[int]:
-    """The threads that ran a stat (the threaded case: a batch of 16 files each)."""
-    if request.param == "threads":
-        monkeypatch.setattr(sweep, "PARALLEL_FROM", 0)
-        monkeypatch.setattr(sweep, "_BATCH", 16)
-    seen: set[int] = set()
-    real = os.lstat
-
-    def lstat(path: str, *, dir_fd: int | None = None) -> os.stat_result:
-        seen.add(threading.get_ident())
-        return real(path, dir_fd=dir_fd)
-
-    monkeypatch.setattr(os, "lstat", lstat)
-    return seen
-
-
-def test_every_file_whose_stat_data_moved_and_only_those(tmp_path: Path, threads: set[int]) -> None:
+def test_every_file_whose_stat_data_moved_and_only_those(tmp_path: Path) -> None:
     entries, files = _tree(tmp_path)
     assert sweep.swept(str(tmp_path), entries, files, 0, None) == (set(), 10)
     (tmp_path / "outside").hardlink_to(tmp_path / "d3/f5.txt")  # a new link: its ctime
@@ -62,14 +42,11 @@ def test_every_file_whose_stat_data_moved_and_only_those(tmp_path: Path, threads
     shutil.copy2(tmp_path / "d9/moved", tmp_path / "d9/f0.txt")  # same bytes and mtime
     (tmp_path / "d4/f4.txt").unlink()
     (tmp_path / "d4/f4.txt").hardlink_to(tmp_path / "d9/moved")  # another file's inode
-    threads.clear()
     found, _ = sweep.swept(str(tmp_path), entries, files, 0, None)
     assert found == {"d3/f5.txt", "d1/f2.txt", "d9/f0.txt", "d4/f4.txt", *files["d7"]}
-    assert threads, "it stats"
-    assert (threading.get_ident() not in threads) == (sweep.PARALLEL_FROM == 0), "which thread"
 
 
-def test_a_share_is_whole_directories_round_robin(tmp_path: Path, threads: set[int]) -> None:
+def test_a_share_is_whole_directories_round_robin(tmp_path: Path) -> None:
     entries, files = _tree(tmp_path)
     with open(tmp_path / "d1/f0.txt", "a") as f:
         f.write("changed\n")
