@@ -80,10 +80,14 @@ class TrackedIndex:
             return {}
 
     def share(self, paths: Iterable[str]) -> None:
-        """Hold ``paths``' own string objects for the paths it tracks, not copies: a
-        process that keeps a walk and this index holds each path once (issue 24.5)."""
+        """Hold ``paths``' own string objects for the paths it tracks, not copies, and
+        one object a mode: a process that keeps a walk and this index holds each path
+        once (issue 24.5)."""
         own = {path: path for path in paths}
-        self.modes = {own.get(path, path): mode for path, mode in self.modes.items()}
+        kinds: dict[int, int] = {}  # one int object a mode, not one a path (32 bytes each)
+        self.modes = {
+            own.get(path, path): kinds.setdefault(mode, mode) for path, mode in self.modes.items()
+        }
         self._sorted = [own.get(path, path) for path in self._sorted]
 
     def has_under(self, dir_rel: str) -> bool:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from snapshotter.git.kinds import (
     EMPTY_TREE,
@@ -25,19 +26,30 @@ from snapshotter.git.kinds import (
 )
 from snapshotter.git.packs import object_id
 
-# path -> a record whose first item is the mode and last item the raw blob id
-Entries = Mapping[str, Sequence[object]]
+# path -> a record, read by ``read`` as (mode, raw blob id); by default one whose
+# first item is the mode and last item the raw blob id
+Entries = Mapping[str, Any]
+ReadRecord = Callable[[Any], tuple[int, bytes]]
 Built = tuple[bytes, list[tuple[bytes, bytes]], dict[str, bytes]]
 _FS_ENCODING, _FS_ERRORS = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
 
 
-def build(entries: Entries) -> Built:
+def _first_and_last(record: Sequence[Any]) -> tuple[int, bytes]:
+    return record[0], record[-1]
+
+
+def build(entries: Entries, *, read: ReadRecord = _first_and_last) -> Built:
     """(root tree id, [(tree id, tree bytes)], directory -> tree id) for ``entries``."""
-    return update(entries, {}, entries, everything=True)
+    return update(entries, {}, entries, everything=True, read=read)
 
 
 def update(
-    entries: Entries, trees: Mapping[str, bytes], paths: Iterable[str], *, everything: bool = False
+    entries: Entries,
+    trees: Mapping[str, bytes],
+    paths: Iterable[str],
+    *,
+    everything: bool = False,
+    read: ReadRecord = _first_and_last,
 ) -> Built:
     """The trees after ``paths`` (added, changed or removed) changed in ``entries``.
 
@@ -51,13 +63,12 @@ def update(
         while parent not in affected:
             affected.add(parent)
             parent = parent.rpartition("/")[0]
-    files: dict[str, list[tuple[bytes, int, bytes]]] = {d: [] for d in affected}
+    files: dict[str, list[tuple[bytes, Any]]] = {d: [] for d in affected}
     for path, record in entries.items():
         parent, _, name = path.rpartition("/")
         if parent in files:
             # os.fsencode without its per-call overhead (this loop runs per path).
-            encoded = name.encode(_FS_ENCODING, _FS_ERRORS)
-            files[parent].append((encoded, record[0], record[-1]))  # type: ignore[arg-type]
+            files[parent].append((name.encode(_FS_ENCODING, _FS_ERRORS), record))
     subdirs: dict[str, set[str]] = {}
     for directory in (*trees, *affected):
         if directory:
@@ -65,7 +76,9 @@ def update(
     ids = {} if everything else dict(trees)
     written: list[tuple[bytes, bytes]] = []
     for directory in sorted(affected, key=lambda d: d.count("/") + bool(d), reverse=True):
-        items = files[directory]
+        # Records read a directory at a time: a full build of 500k files never holds
+        # every (mode, id) at once.
+        items = [(name, *read(record)) for name, record in files.pop(directory)]
         for sub in subdirs.get(directory, ()):
             oid = ids.get(sub)
             if oid is not None:

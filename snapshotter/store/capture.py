@@ -28,7 +28,7 @@ import time
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from snapshotter.config import DEFAULT_MAX_FILES, DEFAULT_MAX_NEW_FILE_SIZE, sessions_dir
 from snapshotter.errors import CaptureFailed, NotAProject, StoreError, TooManyFiles
@@ -36,7 +36,7 @@ from snapshotter.git import packs as packwriter
 from snapshotter.git import trees as treebuild
 from snapshotter.git.kinds import TREE
 from snapshotter.git.objects import ObjectError
-from snapshotter.store import blobs, refusals, stat_cache
+from snapshotter.store import blobs, records, refusals, stat_cache
 from snapshotter.store.shadow import Store
 from snapshotter.store.signature import RACY_WINDOW_NS
 from snapshotter.store.skips import Skip
@@ -221,11 +221,9 @@ class Snapshot:
     def _capture_all(self) -> tuple[str, set[str]]:
         """Every walked path compared with the manifest; (tree, paths to look at again)."""
         old, result = self.old, self.result
-        entries, stale = _reuse_unchanged(old, result)
-        if self.kept is None:
-            # Nobody keeps this walk: its stat data lives on in ``entries`` and
-            # ``stale``, and a first capture of 500k files need not hold it twice.
-            result.entries = {}
+        # Nobody keeps this walk (``drain``): its stat data lives on in ``entries`` and
+        # ``stale``, and a first capture of 500k files need not hold it twice.
+        entries, stale = _reuse_unchanged(old, result, drain=self.kept is None)
         changed, written = self._hash_stale(stale, entries)
         recheck = _recheck(stale, entries)
         self._keep_out_of_scope(entries)
@@ -265,14 +263,14 @@ class Snapshot:
             if st is None:
                 if prior is not None:
                     removed.append(rel)
-            elif prior is None or not stat_cache.trusted(prior) or prior[:5] != st[:5]:
-                stale.append((rel, st[:5], prior))
+            elif not stat_cache.unchanged(prior, st):
+                stale.append((rel, records.unpacked(st), prior))
         hashed: dict[str, stat_cache.Entry] = {}
         changed, written = self._hash_stale(stale, hashed)
         self._share(hashed, whole=False)
         removed += [rel for rel, _st, prior in stale if rel not in hashed and prior is not None]
         edits: dict[str, tuple[int, bytes] | None] = {rel: None for rel in removed}
-        edits.update((rel, (entry[0], entry[5])) for rel, entry in changed.items())
+        edits.update((rel, records.mode_and_id(entry)) for rel, entry in changed.items())
         tree, trees, trees_removed, trees_written = old.tree or "", {}, [], 0
         if edits:
             store = self.store
@@ -338,7 +336,7 @@ class Snapshot:
                 continue
             entry = stat_cache.entry(st, oid, racy=st[2] >= racy_from)
             entries[rel] = entry
-            if prior is None or prior[0] != entry[0] or prior[5] != oid:
+            if prior is None or records.mode(prior) != st[0] or records.oid(prior) != oid:
                 changed[rel] = entry
         return changed, written
 
@@ -384,11 +382,13 @@ class Snapshot:
         """
         store = self.store
         if self._extends():
-            root, trees, ids = treebuild.update(entries, self.old.trees, paths)
+            root, trees, ids = treebuild.update(
+                entries, self.old.trees, paths, read=records.mode_and_id
+            )
             for _oid, data in trees:
                 store.put(TREE, data)
             return root.hex(), ids, len(trees)
-        root, trees, ids = treebuild.build(entries)
+        root, trees, ids = treebuild.build(entries, read=records.mode_and_id)
         objects = ((oid, TREE, data) for oid, data in trees)
         # Stored, not compressed: a tree is mostly 20-byte ids, zlib took a tenth of
         # a first capture at 10k files to save a quarter of the trees' bytes.
@@ -418,23 +418,23 @@ class Snapshot:
 
 
 def _reuse_unchanged(
-    old: stat_cache.Manifest, result: ScanResult
+    old: stat_cache.Manifest, result: ScanResult, *, drain: bool
 ) -> tuple[dict[str, stat_cache.Entry], list[Stale]]:
     """Entries whose stat data still matches the cache (trusted without a read), and the
-    rest as (path, stat data now, cached entry or None): those are hashed."""
+    rest as (path, stat data now, cached entry or None): those are hashed. ``drain``:
+    empty ``result.entries`` on the way, each record freed once looked at."""
     entries: dict[str, stat_cache.Entry] = {}
     stale = []
-    cached = old.entries.get
-    untrusted = stat_cache.UNTRUSTED  # stat_cache.trusted, inline: once per file
-    for rel, st in result.entries.items():
+    walked, cached, unchanged = result.entries, old.entries.get, stat_cache.unchanged
+    for rel in list(walked) if drain else walked:
+        st = walked.pop(rel) if drain else walked[rel]
         prior = cached(rel)
-        # The walk hands back the cache's own entry when the stat data matched it
-        # (walk.py's ``reuse``): then one identity test, not two slices compared.
-        same = prior is cast(object, st)  # (the walk's Stat type: its first five fields)
-        if prior is not None and prior[2] != untrusted and (same or prior[:5] == st[:5]):
-            entries[rel] = prior
+        if unchanged(prior, st):  # (one C call: the cache's record starts with ``st``)
+            entries[rel] = prior  # type: ignore[assignment]  # (not None: unchanged)
         else:
-            stale.append((rel, st[:5], prior))
+            stale.append((rel, records.unpacked(st), prior))
+    if drain:
+        result.entries = {}  # (a fresh table: the drained one keeps its size)
     return entries, stale
 
 

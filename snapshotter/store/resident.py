@@ -21,14 +21,13 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
 
 from snapshotter.git.config import config_files, config_value
 from snapshotter.git.ignore import global_excludes_file
 from snapshotter.git.worktree import Worktree
-from snapshotter.store import stat_cache, watch
+from snapshotter.store import records, stat_cache, sweep, watch
 from snapshotter.store.signature import Signature
-from snapshotter.store.walk import ScanResult, Stat
+from snapshotter.store.walk import ScanResult
 from snapshotter.store.walk import index as walk_index
 
 # A capture request's bytes to the server's reply; None when it cannot take it.
@@ -37,8 +36,9 @@ Forward = Callable[[bytes], "bytes | None"]
 # (a write through another name raises no event here); past this, just walk.
 MAX_LINKED = 1000
 # Files without watches of their own (more than the user's inotify allowance):
-# each capture stats all of them (~1 s per 500k files), so a write made only
-# through a hard link created from outside shows in the checkpoint it belongs to.
+# each capture stats all of them (sweep.py: ~1.4 s of CPU per 500k files), so a
+# write made only through a hard link created from outside shows in the checkpoint
+# it belongs to.
 # SNAPSHOTTER_SWEEP=N trades that for speed: N of them a capture, round robin, and
 # such a write then shows a few captures late (a restore never overwrites it).
 SWEEP_ENV = "SNAPSHOTTER_SWEEP"
@@ -94,7 +94,11 @@ class Resident:
             root, scan = str(worktree.root), last.scan
             last.changed.update(_relinked(root, scan))
             if watcher.sweep:
-                last.changed.update(_swept(root, scan, watcher))
+                by_dir, share = walk_index(scan).files, sweep_per_capture()
+                found, watcher.swept_at = sweep.swept(
+                    root, scan.entries, by_dir, watcher.swept_at, share
+                )
+                last.changed.update(found)
             return Watched(watcher, key, last, last.files, last.env)
         files = _rule_files(worktree)
         return Watched(watcher, key, None, files, _signatures(files))  # before the walk
@@ -199,13 +203,13 @@ def share(
     if not whole:
         for rel, entry in now.items():
             if stat_cache.trusted(entry) and rel in walked:
-                walked[rel] = cast("Stat", entry)
+                walked[rel] = entry
         return
-    found: dict[str, Stat] = {}
+    found: dict[str, records.Stat] = {}
     for rel, entry in cache.items():
         # (``now`` also holds what a scoped capture kept from outside its scope)
         if now.get(rel) is entry and stat_cache.trusted(entry) and rel in walked:
-            found[rel] = cast("Stat", entry)  # its first five fields are the stat data
+            found[rel] = entry  # its Stat first (records.py)
     for rel, st in walked.items():
         if rel not in found:
             found[rel] = st
@@ -228,60 +232,8 @@ def _relinked(root: str, last: ScanResult) -> set[str]:
     return {
         rel
         for rel in last.linked
-        if Signature.at(os.path.join(root, rel)) != entries.get(rel, (0,))[1:5]
+        if records.signature_at(os.path.join(root, rel)) != records.signature(entries.get(rel, b""))
     }
-
-
-def _swept(root: str, last: ScanResult, watcher: watch.Watcher) -> set[str]:
-    """Files whose stat data moved since ``last``, by stat alone, for files without
-    watches of their own (watch.py): every file, or ``sweep_per_capture()`` of them
-    (whole directories, from where the last capture's sweep stopped).
-
-    A file linked from outside the worktree and written only through that
-    other name raises no event here: with a share set, such a write shows up
-    a few captures late (never lost: a restore reads what it overwrites,
-    restore.py). Directory by directory through an open
-    descriptor: each stat resolves one name, not the whole path.
-    """
-    found: set[str] = set()
-    entries, lstat = last.entries, os.lstat
-    files = walk_index(last).files
-    order = list(files)
-    start = watcher.swept_at % len(order) if order else 0
-    done = at = 0
-    share = sweep_per_capture() or len(entries)
-    while at < len(order) and done < share:
-        directory = order[(start + at) % len(order)]
-        paths = files[directory]
-        at += 1
-        done += len(paths)
-        where = os.path.join(root, directory) if directory else root
-        try:
-            fd = os.open(where, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError:
-            found.update(paths)  # gone or replaced: each is looked at (and its directory)
-            continue
-        cut = len(directory) + 1 if directory else 0
-        try:
-            for rel in paths:
-                try:
-                    st = lstat(rel[cut:], dir_fd=fd)
-                    # Signature.of(st), inline: once per file, and a call costs a
-                    # third of the lstat.
-                    now: tuple[int, int, int, int] | None = (
-                        st.st_size,
-                        st.st_mtime_ns,
-                        st.st_ctime_ns,
-                        st.st_ino,
-                    )
-                except OSError:
-                    now = None
-                if now != entries.get(rel, (0,))[1:5]:
-                    found.add(rel)
-        finally:
-            os.close(fd)
-    watcher.swept_at = start + at
-    return found
 
 
 def _rule_files(tree: Worktree) -> tuple[str, ...]:

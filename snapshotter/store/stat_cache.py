@@ -16,6 +16,9 @@ A watching process (the hook server) keeps the manifest in memory between
 captures (``Kept``, owned by its store/resident.py), trusted only while both
 files are exactly as it last read or wrote them: another process's capture
 shows as a new stat signature, and the files are read again.
+
+Over 400 lines on purpose: the format's reader, its writer and the older
+formats it still reads (issues 16.5, 24.5) are one contract, kept in one place.
 """
 
 from __future__ import annotations
@@ -36,10 +39,12 @@ from typing import Any
 
 from snapshotter import durable
 from snapshotter.fileio import write_atomic
+from snapshotter.store import records
 from snapshotter.store.signature import Signature
 
-# 2: the base's entries in records of CHUNK (1: one marshal of everything, still read).
-VERSION = 2
+# 3: each entry one packed record (records.py); 2: tuples, in records of CHUNK; 1: one
+# marshal of everything. The older two are still read (their tuples packed as they load).
+VERSION = 3
 # Entries per record of the base: marshal.dumps of a 500k-entry map at once built
 # a 53 MB string plus a table of every object in it (+175 MB at a first capture,
 # issue 16.5); record by record, a chunk's worth.
@@ -55,11 +60,11 @@ COMPACT_RATIO = 0.25
 COMPACT_MIN_BYTES = 64 * 1024
 KEPT_MAX = 8  # manifests a watching process keeps in memory (one per store it serves)
 
-# Stat data as the walk reads it (walk.Stat: the mode, then signature.Signature's
-# size, mtime_ns, ctime_ns, inode) followed by the raw blob id: this order is on
-# disk. Plain tuples, not NamedTuples: marshal stores only exact tuples, and a
-# 500k-file cache is built and compared on every capture.
-Entry = tuple[int, int, int, int, int, bytes]
+# Stat data as the walk reads it (records.Stat: the mode, then signature.Signature's
+# size, mtime_ns, ctime_ns, inode) followed by the raw blob id, packed into one
+# bytes object (records.py): a 500k-file cache is held by the hook server, and
+# built and compared on every capture.
+Entry = records.Entry
 # An mtime of UNTRUSTED in a cached entry marks a file written so close to its
 # capture that its stat data may not move on the next write ("racy git"): the
 # next capture reads it again instead of trusting its stat data.
@@ -69,13 +74,20 @@ _serials = itertools.count(1)
 
 
 def entry(st: tuple[int, int, int, int, int], oid: bytes, *, racy: bool) -> Entry:
-    """A cache entry for a file hashed now; ``racy`` ones are read again next time."""
-    return (st[0], st[1], UNTRUSTED if racy else st[2], st[3], st[4], oid)
+    """A cache entry for a file hashed now (``st``: its stat data, records.fields);
+    ``racy`` ones are read again next time."""
+    return records.stat(st[0], st[1], UNTRUSTED if racy else st[2], st[3], st[4]) + oid
 
 
 def trusted(cached: Entry) -> bool:
     """Whether a cached entry's stat data may stand for its bytes."""
-    return cached[2] != UNTRUSTED
+    return records.mtime(cached) != UNTRUSTED
+
+
+def unchanged(cached: Entry | None, st: records.Stat) -> bool:
+    """Whether ``cached`` vouches for a file the walk saw as ``st``: trusted, and every
+    field of its stat data (mode, size, mtime, ctime, inode) the same."""
+    return cached is not None and records.unchanged(cached, st) and trusted(cached)
 
 
 @dataclass
@@ -133,16 +145,16 @@ def _read(path: Path) -> Manifest:
     try:
         raw = path.read_bytes()
         if raw.startswith(_BASE_MAGIC):
-            records = _records(raw)
-            data = next(records)
-            if not isinstance(data, dict) or data.get("version") != VERSION:
+            chunked = _records(raw)
+            data = next(chunked)
+            if not isinstance(data, dict) or data.get("version") not in (2, VERSION):
                 return Manifest()
             entries: dict[str, Entry] = {}
             chunks = 0
-            for chunk in records:
+            for chunk in chunked:
                 if not isinstance(chunk, dict):
                     return Manifest()
-                entries.update(chunk)
+                entries.update(chunk if data["version"] == VERSION else _packed(chunk))
                 chunks += 1
             if data.get("chunks") != chunks:
                 return Manifest()  # records missing: cut short
@@ -151,8 +163,9 @@ def _read(path: Path) -> Manifest:
             if not isinstance(data, dict) or data.get("version") != 1:
                 return Manifest()
             entries = data["entries"]
-        if not isinstance(entries, dict):
-            return Manifest()
+            if not isinstance(entries, dict):
+                return Manifest()
+            entries = _packed(entries)
         # A manifest without "trees" (an older one) costs one full tree build.
         manifest = Manifest(
             data["tree"], entries, dict(data.get("trees") or {}), int(data.get("loose", 0))
@@ -165,6 +178,11 @@ def _read(path: Path) -> Manifest:
         manifest.token = token
         _replay(log_path(path), manifest)
     return manifest
+
+
+def _packed(entries: dict[str, Any]) -> dict[str, Entry]:
+    """Entries of an older format (tuples) as records (raises ValueError on others)."""
+    return {rel: records.from_tuple(value) for rel, value in entries.items()}
 
 
 def _records(raw: bytes) -> Iterator[object]:
@@ -191,7 +209,7 @@ def newest_tree(path: Path) -> str | None:
             head = marshal.loads(f.read(*_BASE_RECORD.unpack(f.read(_BASE_RECORD.size))))
             for _ in range(head["chunks"]):  # skipped, but all there (as ``load`` checks)
                 f.seek(_BASE_RECORD.unpack(f.read(_BASE_RECORD.size))[0], os.SEEK_CUR)
-            if head["version"] != VERSION or f.tell() != os.fstat(f.fileno()).st_size:
+            if head["version"] not in (2, VERSION) or f.tell() != os.fstat(f.fileno()).st_size:
                 return None
     except (OSError, EOFError, ValueError, TypeError, KeyError, struct.error):
         return None
@@ -219,7 +237,7 @@ def _replay(path: Path, manifest: Manifest) -> None:
             break  # torn by a kill (or damaged): this and the rest never happened
         try:
             delta = _decode(payload)
-        except (EOFError, ValueError, TypeError, KeyError):
+        except (EOFError, ValueError, TypeError, KeyError, struct.error):
             break
         _apply(manifest, delta)
         offset += _RECORD.size + size
@@ -237,6 +255,8 @@ def _decode(payload: bytes) -> Delta:
         and isinstance(loose, int)
     ):
         raise ValueError("not a manifest record")
+    if any(not isinstance(value, bytes) for value in entries.values()):
+        entries = _packed(entries)  # a log of an older base (tuples)
     return Delta(tree, entries, removed, trees, trees_removed, loose)
 
 

@@ -31,6 +31,7 @@ from snapshotter.git.repo_context import (
 )
 from snapshotter.git.worktree import Worktree
 from snapshotter.names import display
+from snapshotter.store import records
 from snapshotter.store.skips import Skip, Why
 
 # Without an explicit file cap, a walk that finds this many untracked files,
@@ -40,8 +41,9 @@ UNTRACKED_GUARD = 100_000
 UNTRACKED_RATIO = 10
 
 # The mode, then signature.Signature's fields (size, mtime_ns, ctime_ns, inode):
-# what decides "unchanged" without reading. A plain tuple built inline, once per
-# path of every walk; ``stat[1:]`` compares equal to the file's Signature.
+# what decides "unchanged" without reading. A walk keeps them packed into one
+# bytes object a path (records.Stat, in ``ScanResult.entries``); a file to hash
+# is handed on with them unpacked (records.fields), as this tuple.
 Stat = tuple[int, int, int, int, int]
 _S_IFMT = 0o170000  # stat.S_IFMT as a mask: one & instead of a call per path
 _S_IFDIR, _S_IFREG, _S_IFLNK, _S_IXUSR = stat.S_IFDIR, stat.S_IFREG, stat.S_IFLNK, stat.S_IXUSR
@@ -50,9 +52,9 @@ _S_IFDIR, _S_IFREG, _S_IFLNK, _S_IXUSR = stat.S_IFDIR, stat.S_IFREG, stat.S_IFLN
 @dataclass
 class ScanResult:
     # A watching process's kept walk may hold the stat cache's own entry instead of
-    # an unchanged file's Stat (capture.py's ``_reuse_unchanged``: one tuple a path,
-    # not two): the same five fields, then the blob id. Read ``st[:5]``, ``st[1:5]``.
-    entries: dict[str, Stat] = field(default_factory=dict)
+    # an unchanged file's Stat (capture.py's ``_reuse_unchanged``: one record a path,
+    # not two): the same Stat, then the blob id. Read them through records.py.
+    entries: dict[str, records.Stat] = field(default_factory=dict)
     skipped: dict[str, Skip] = field(default_factory=dict)
     nested: list[str] = field(default_factory=list)  # nested repositories entered
     # Kept by watched walks (``on_dir``), so ``rescan`` can redo single directories:
@@ -137,14 +139,19 @@ def scan(
     directory must not hold the agent up for minutes. ``on_dir`` hears of
     every directory whose listing or ``.gitignore`` the result depends on,
     before it is read (the watcher starts watching there). ``reuse``: the stat
-    cache's entries; a file whose stat data is its entry's first five fields gets
-    that entry itself (see ``ScanResult``): no tuple of its own (issue 24.5).
+    cache's entries; a file whose stat data is its entry's Stat gets that entry
+    itself (see ``ScanResult``): no record of its own (issue 24.5).
     """
     guard = guard and max_files is None  # an explicit cap says the user means this tree
     if guard and tree.root == Path.home().resolve():
         raise NotAProject(f"{display(str(tree.root))} is your home directory")
     walker = _Walker(tree, previous, max_new_file_size, excluded)
     walker.reuse = reuse
+    if reuse and on_dir is not None:
+        # A watched walk is kept (the hook server's): its paths are the stat cache's
+        # own strings from the start, not copies that go once it is kept beside the
+        # cache (resident.py's ``share``) and leave holes in the heap (issue 24.5).
+        walker.keys = {rel: rel for rel in reuse}.get
     walker.index_cache = index_cache
     walker.max_files = max_files
     walker.guard = guard
@@ -321,6 +328,7 @@ class _Walker:
         self.max_files: int | None = None
         self.on_dir: Callable[[str], None] | None = None
         self.reuse: Mapping[str, Any] | None = None  # see scan
+        self.keys: Callable[[str, str], str] | None = None  # a path's string to keep (scan)
         self.guard = False  # refuse what looks like a home directory (see scan)
         self.untracked = 0  # untracked files kept so far (the guard's count)
         self.tracked_total = 0  # what the top repository's index tracks
@@ -454,6 +462,8 @@ class _Walker:
         linked = self.result.linked if self.on_dir is not None else None
         max_files = self.max_files
         reuse = self.reuse.get if self.reuse is not None else None
+        pack = records.stat
+        keys = self.keys
         subdirs: list[_Dir] = []
         for entry in entries:
             name = entry.name
@@ -506,20 +516,13 @@ class _Walker:
                     rel, Why.TOO_LARGE, str(limit), size, st.st_mtime_ns
                 )
                 continue
-            mtime, ctime, ino = st.st_mtime_ns, st.st_ctime_ns, st.st_ino
+            record = pack(mode, size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
             prior = reuse(rel) if reuse is not None else None
-            if (
-                prior is not None
-                and prior[2] == mtime  # never UNTRUSTED (0): a racy entry is not reused
-                and prior[3] == ctime
-                and prior[4] == ino
-                and prior[1] == size
-                and prior[0] == mode
-            ):
-                found[rel] = prior  # the stat cache's own entry (see ScanResult)
-            else:
-                # One int object for both when equal, as a file written once has them.
-                found[rel] = (mode, size, mtime, mtime if ctime == mtime else ctime, ino)
+            # Every field equal (an UNTRUSTED mtime, 0, never is): the stat cache's own
+            # entry (see ScanResult).
+            if keys is not None:
+                rel = keys(rel, rel)
+            found[rel] = prior if prior is not None and prior.startswith(record) else record
             if linked is not None and st.st_nlink > 1:
                 linked.add(rel)
             if max_files is not None and len(found) > max_files:

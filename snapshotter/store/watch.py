@@ -34,6 +34,9 @@ report other machines' writes), and not for writes made through ``mmap``
 Only processes that opt in use this: those holding a ``Resident`` (the hook
 server; the CLI commands it forks send their captures to it instead,
 hooks/remote_capture.py).
+
+Just over 400 lines: the inotify constants and the mount table reader belong
+with the one watcher that uses them.
 """
 
 from __future__ import annotations
@@ -48,12 +51,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from snapshotter.store.signature import RACY_WINDOW_NS, Signature
+from snapshotter.store import records
+from snapshotter.store.signature import RACY_WINDOW_NS
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable
 
-    from snapshotter.store.walk import ScanResult, Stat
+    from snapshotter.store.walk import ScanResult
 
 # <sys/inotify.h>
 _IN_MODIFY = 0x2
@@ -151,8 +155,7 @@ class Watcher:
         self.root = str(root)
         self.broken = False
         self.out_of_watches = False  # the worktree has more directories than the limit
-        # Its files have no watches of their own (too many): captures stat them
-        # (resident.py's ``_swept``, round robin from ``swept_at``).
+        # Its files have no watches of their own (too many): sweep.py stats them.
         self.sweep = False
         self.swept_at = 0
         self._paths: dict[int, str] = {}  # watch descriptor -> directory
@@ -278,7 +281,7 @@ class Watcher:
         inodes = self._file_inodes
         entries = answer.scan.entries
         if answer.fresh is None:
-            files: Iterable[tuple[str, Stat]] = entries.items()
+            files: Iterable[tuple[str, records.Stat]] = entries.items()
         else:
             files = ((rel, entries[rel]) for rel in answer.fresh if rel in entries)
         if answer.fresh is None and not self.sweep:
@@ -286,7 +289,8 @@ class Watcher:
         for rel, st in files:
             if self.sweep or self.broken:
                 break
-            if st[0] == MODE_LINK or inodes.get(rel) == st[4]:
+            mode, _size, _mtime, _ctime, ino = records.fields(st)
+            if mode == MODE_LINK or inodes.get(rel) == ino:
                 continue  # a symlink has no content to write through another name
             path = os.path.join(self.root, rel)
             wd = self._add_watch(self._fd, os.fsencode(path), _FILE_MASK)
@@ -294,8 +298,8 @@ class Watcher:
                 self._watch_failed(path)
                 continue
             self._files.setdefault(wd, set()).add(rel)
-            inodes[rel] = st[4]
-            if Signature.at(path) != st[1:5]:  # None (gone) too
+            inodes[rel] = ino
+            if records.signature_at(path) != records.signature(st):  # None (gone) too
                 answer.changed.add(rel)
         self._recheck_racy_links(answer)
         answer.files_watched = not self.broken
@@ -313,7 +317,7 @@ class Watcher:
         swept = entries if answer.fresh is None else answer.fresh
         for rel in swept if self.sweep else answer.scan.linked:
             st = entries.get(rel)
-            if st is not None and now - st[2] < RACY_WINDOW_NS:
+            if st is not None and now - records.mtime(st) < RACY_WINDOW_NS:
                 answer.changed.add(rel)
 
     def _watch_failed(self, path: str) -> None:

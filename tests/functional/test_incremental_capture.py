@@ -22,7 +22,7 @@ from builders import make_repo, open_engine, write
 
 from snapshotter.engine import Engine
 from snapshotter.git import trees as treebuild
-from snapshotter.store import stat_cache, watch
+from snapshotter.store import records, stat_cache, watch
 from snapshotter.store.capture import Capture, Snapshot
 from snapshotter.store.resident import Resident
 
@@ -122,7 +122,7 @@ def check_manifest(engine: Engine, tree: str) -> None:
     assert on_disk.entries == in_memory.entries
     assert on_disk.trees == in_memory.trees
     assert on_disk.log_end == stat_cache.log_path(path).stat().st_size, "no torn tail"
-    root, _written, ids = treebuild.build(on_disk.entries)
+    root, _written, ids = treebuild.build(on_disk.entries, read=records.mode_and_id)
     assert root.hex() == tree and ids == on_disk.trees
 
 

@@ -618,6 +618,12 @@ def test_over_the_allowance_every_capture_sees_a_write_through_an_outside_link(
         outside.write_text(f"through another name {d}\n")
         tree = engine.capture().tree
         assert blob_at(engine, tree, f"d{d}/f5.txt") == f"through another name {d}\n".encode()
+    for rel in ("d0/f1.txt", "d9/f19.txt"):  # two at once, in directories far apart
+        os.link(engine.root / rel, tmp_path / rel.replace("/", "-"))
+        (tmp_path / rel.replace("/", "-")).write_text(f"{rel} from outside\n")
+    tree = engine.capture().tree
+    for rel in ("d0/f1.txt", "d9/f19.txt"):
+        assert blob_at(engine, tree, rel) == f"{rel} from outside\n".encode()
 
 
 def test_a_kept_walk_holds_the_stat_caches_own_entries(

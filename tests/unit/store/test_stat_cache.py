@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from snapshotter.store import stat_cache
+from snapshotter.store import records, stat_cache
 from snapshotter.store.stat_cache import Delta, Manifest
 
 TREE_A, TREE_B, TREE_C = "a" * 40, "b" * 40, "c" * 40
 
 
 def _entries(n: int) -> dict[str, stat_cache.Entry]:
-    return {f"d/f{i}": (0o100644, i, i, i, i, bytes(20)) for i in range(n)}
+    return {f"d/f{i}": records.stat(0o100644, i, i, i, i) + bytes(20) for i in range(n)}
 
 
 def _saved(tmp_path: Path, entries: int = 3) -> tuple[Path, Manifest]:
@@ -25,7 +25,8 @@ def _saved(tmp_path: Path, entries: int = 3) -> tuple[Path, Manifest]:
 def test_the_base_and_each_log_record_name_the_tree(tmp_path: Path) -> None:
     path, manifest = _saved(tmp_path, entries=2 * stat_cache.CHUNK + 5)  # three chunks
     assert stat_cache.newest_tree(path) == TREE_A == stat_cache.load(path).tree
-    stat_cache.record(path, manifest, Delta(TREE_B, {"x": (0o100644, 1, 1, 1, 1, bytes(20))}))
+    entry = records.stat(0o100644, 1, 1, 1, 1) + bytes(20)
+    stat_cache.record(path, manifest, Delta(TREE_B, {"x": entry}))
     stat_cache.record(path, manifest, Delta(TREE_C, removed=["x"]))
     assert stat_cache.log_path(path).exists(), "the deltas went to the log"
     assert stat_cache.newest_tree(path) == TREE_C == stat_cache.load(path).tree

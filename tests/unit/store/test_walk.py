@@ -15,6 +15,7 @@ import pytest
 from snapshotter.errors import NotAProject, TooManyFiles
 from snapshotter.git.kinds import MODE_EXEC, MODE_FILE, MODE_LINK
 from snapshotter.git.worktree import Worktree, find_worktree
+from snapshotter.store import records
 from snapshotter.store.walk import scan
 
 LIMIT = 100
@@ -50,7 +51,7 @@ def worktree(tmp_path: Path) -> Worktree:
 def walk(worktree: Worktree, **options: object) -> tuple[dict[str, int], dict[str, str]]:
     """(path -> git mode, path -> why skipped) of one scan."""
     found = scan(worktree, previous=(), max_new_file_size=LIMIT, **options)  # type: ignore[arg-type]
-    modes = {rel: stat[0] for rel, stat in found.entries.items()}
+    modes = {rel: records.mode(stat) for rel, stat in found.entries.items()}
     return modes, {rel: skip.reason for rel, skip in found.skipped.items()}
 
 
@@ -73,7 +74,7 @@ def test_a_snapshot_holds_what_git_would_see(worktree: Worktree) -> None:
 def test_the_stat_data_is_the_files(worktree: Worktree) -> None:
     found = scan(worktree, previous=(), max_new_file_size=LIMIT)
     st = os.lstat(worktree.root / "a.txt")
-    assert found.entries["a.txt"] == (
+    assert records.fields(found.entries["a.txt"]) == (
         MODE_FILE,
         st.st_size,
         st.st_mtime_ns,
@@ -150,3 +151,25 @@ def test_keep_ignored_captures_chosen_ignored_files_up_to_a_size(worktree: Workt
     assert {"logs/other.log", "build/out.o"} <= modes.keys(), modes
     found = scan(worktree, previous=(), max_new_file_size=LIMIT)
     assert "build/huge.o" not in found.entries and found.ignored == {"build/huge.o"}, found.ignored
+
+
+@pytest.mark.parametrize("field", [None, 0, 1, 2, 3, 4], ids=lambda f: f"field {f}")
+def test_the_stat_caches_entry_is_kept_only_if_every_field_matches(
+    worktree: Worktree, field: int | None
+) -> None:
+    """``reuse``: a file gets the cache's own record (trusted as unchanged by the capture)
+    only when its mode, size, mtime, ctime and inode all match (issue 24.5)."""
+    st = os.lstat(worktree.root / "a.txt")
+    now = [MODE_FILE, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+    if field is not None:
+        now[field] += 1
+    cached = records.stat(*now) + bytes(20)
+    found = scan(worktree, previous=(), max_new_file_size=LIMIT, reuse={"a.txt": cached})
+    assert (found.entries["a.txt"] is cached) == (field is None)
+    assert records.fields(found.entries["a.txt"])[:5] == (
+        MODE_FILE,
+        st.st_size,
+        st.st_mtime_ns,
+        st.st_ctime_ns,
+        st.st_ino,
+    )
