@@ -16,9 +16,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
-from builders import listed, make_repo, run_cli, write
+from builders import listed, make_repo, run_cli, run_cli_in_process, write
 
 # Hooks run as a runtime runs them by default: each event's `snapshotter hook`
 # process hands it to the hook server (hooks/server.py), which also runs the
@@ -56,9 +57,15 @@ RUNTIMES: dict[str, tuple[str, Payload, tuple[str, str, str, str], int]] = {
 
 
 def init(root: Path, runtime: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``snapshotter init RUNTIME -C ROOT ARGS`` through ``cli.main`` in this process
+    (what these tests check is the file it writes and what it says)."""
     # The hook command is found on PATH, as the runtime finds it.
     path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    return run_cli("init", runtime, "-C", root, *args, env={"PATH": path})
+    with mock.patch.dict(os.environ, {"PATH": path}):
+        done = run_cli_in_process("init", runtime, "-C", root, *args)
+    return subprocess.CompletedProcess(
+        ["snapshotter", "init", runtime], done.code, done.out, done.err
+    )
 
 
 def commands(config: dict[str, Any], event: str) -> list[str]:
