@@ -117,7 +117,13 @@ def test_undo_and_redo_through_the_server_match_a_process_of_their_own(
         (root / "gone.txt").chmod(0o755)
         session = f"s-{served}"  # a session works in one worktree
         start_server(root, data_dir, server_socket, session)
-        turn(root, session, {"a.txt": "agent\n", "gone.txt": None, "added.txt": "x\n"}, data_dir)
+        turn(
+            root,
+            session,
+            {"a.txt": "agent\n", "gone.txt": None, "added.txt": "x\n"},
+            data_dir,
+            process=True,
+        )
         after_turn = snapshot(root)
         runs = []
         for command in ("undo", "redo", "undo"):
@@ -160,7 +166,7 @@ def test_directory_umask_and_environment_are_the_clients(
 ) -> None:
     root = make_repo(tmp_path / "r", {"sub/a.txt": "a\n", "b.txt": "b\n"})
     start_server(root, data_dir, server_socket)
-    turn(root, "s", {"sub/a.txt": None, "b.txt": "agent\n"}, data_dir)
+    turn(root, "s", {"sub/a.txt": None, "b.txt": "agent\n"}, data_dir, process=True)
     mask = os.umask(0o027)
     try:
         code, _out, err, where = cli(
@@ -262,7 +268,7 @@ def test_ctrl_c_reaches_the_command(
     big = "".join(f"line {i}\n" for i in range(200_000))
     root = make_repo(tmp_path / "r", {"big.txt": big})
     start_server(root, data_dir, server_socket)
-    turn(root, "s", {"big.txt": big.replace("line", "LINE")}, data_dir)
+    turn(root, "s", {"big.txt": big.replace("line", "LINE")}, data_dir, process=True)
     where = tmp_path / "where"
     environ = {**os.environ, "WHERE_FILE": str(where)}
     if not served:
@@ -398,7 +404,7 @@ def test_a_closed_pipe_and_the_time_zone_are_the_same_served_or_not(
     whether the hook server forked the command or not."""
     root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
     start_server(root, data_dir, server_socket)
-    turn(root, "s", {"a.txt": "agent\n"}, data_dir)
+    turn(root, "s", {"a.txt": "agent\n"}, data_dir, process=True)
     for served in (True, False):
         for args in (("list",), ("show", "1"), ("diff", "1", "--no-pager")):
             code, said, where = closed_pipe_run(tmp_path, data_dir, *args, cwd=root, served=served)

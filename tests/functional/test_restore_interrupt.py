@@ -30,7 +30,6 @@ import pytest
 from builders import (
     argv,
     event,
-    hook_in_process_ok,
     hook_ok,
     listed,
     make_repo,
@@ -86,10 +85,9 @@ def files(root: Path) -> dict[str, bytes]:
 
 
 def agent_turn(root: Path, data: Path, edits: dict[str, bytes | None]) -> None:
-    """One agent turn (writes, and deletions: None) through the hook's entry point, in
-    this process: the restores are what these tests interrupt, in processes of their own."""
-    hook_in_process_ok(event("session_start", root, SESSION), data)
-    turn(root, SESSION, edits, data)
+    """One agent turn through real hook processes: writes, and deletions (None)."""
+    hook_ok(event("session_start", root, SESSION), data)
+    turn(root, SESSION, edits, data, process=True)
 
 
 def undone(root: Path, data: Path) -> list[bool]:
