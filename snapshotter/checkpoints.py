@@ -1,7 +1,7 @@
 """What a checkpoint is: its fields, defined once for the store and the API.
 
 These plain dataclasses are state.json's checkpoints (``history.records``
-keeps them in its ``State``; ``history.codec`` derives their JSON) and the
+keeps them in its ``State``; ``codec`` derives their JSON) and the
 source of the API's pydantic models (``models`` derives ``Checkpoint``,
 ``FileChange`` and ``SkippedFile`` from them, field by field). So adding a
 checkpoint field here is the whole edit, for the document and for ``--json``.

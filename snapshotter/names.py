@@ -17,7 +17,7 @@ The one trap: a name that itself starts with a double quote is always stored
 quoted, so that ``decode`` can tell the two apart.
 
 ``Name`` marks a record's field as such a name, for what reads and writes the
-record as JSON (``history.codec``, ``models``).
+record as JSON (``codec``, ``models``).
 """
 
 from __future__ import annotations

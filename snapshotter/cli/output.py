@@ -221,7 +221,9 @@ def report(verb: str, rep: Restoration, as_json: bool, verbose: bool = False) ->
     """What an undo, redo, reset or restore did: one line, then the files (the first
     ``SHOWN_FILES`` of them unless ``verbose``: a restore of 950 files reads, #26.4)."""
     if as_json:
-        emit_json(rep.to_model().model_dump(mode="json"))
+        from snapshotter import codec
+
+        emit_json(codec.write(rep))  # RestoreReport's document, without pydantic
         return
     done = "would restore" if rep.dry_run else "restored"
     gone = "would remove" if rep.dry_run else "removed"

@@ -19,10 +19,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from snapshotter import codec
 from snapshotter.durable import settle
 from snapshotter.errors import StoreError
 from snapshotter.fileio import write_atomic
-from snapshotter.history import codec
 from snapshotter.history.records import State
 
 TYPE_CHECKING = False

@@ -22,9 +22,10 @@ from typing import Any, Literal
 import pytest
 from builders import event, hook_in_process, make_repo, store_root, write
 
+from snapshotter import codec
 from snapshotter.checkpoints import Change, Record, Skipped
 from snapshotter.errors import StoreError
-from snapshotter.history import codec, state_file
+from snapshotter.history import state_file
 from snapshotter.history.records import Mark, RedoEntry, Restoring, State
 from snapshotter.names import Name
 

@@ -8,6 +8,8 @@ import os
 import pytest
 from pydantic import ValidationError
 
+from snapshotter import codec
+from snapshotter.checkpoints import Restoration
 from snapshotter.models import Checkpoint, FileChange, RestoreReport
 
 UNDECODABLE = os.fsdecode(b"caf\xe9.txt")
@@ -62,3 +64,6 @@ def test_a_restore_report_quotes_its_paths_too() -> None:
         "not_held": [],
         "dry_run": False,
     }
+    # The shell's --json writes the same document from the dataclass, without pydantic.
+    plain = Restoration(checkpoint=[3], restored=[UNDECODABLE], removed=["b"])
+    assert codec.write(plain) == document

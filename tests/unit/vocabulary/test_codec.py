@@ -1,4 +1,4 @@
-"""snapshotter/history/codec.py: JSON derived from a dataclass's fields, read exactly as written.
+"""snapshotter/codec.py: JSON derived from a dataclass's fields, read exactly as written.
 
 The byte format of state.json and the lenient reading's agreement are
 tests/functional/test_state_file.py's; these pin what ``read`` takes and refuses, one
@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 import pytest
 
-from snapshotter.history import codec
-from snapshotter.history.codec import Odd
+from snapshotter import codec
+from snapshotter.codec import Odd
 from snapshotter.names import Name
 
 UNDECODABLE = os.fsdecode(b"caf\xe9.txt")
