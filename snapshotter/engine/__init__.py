@@ -9,6 +9,9 @@ The engine prints nothing: what it has to say comes back as values.
 
 Each method imports the history it needs when called, so ``snapshotter hook``
 (one process per agent event) loads only what capturing needs (issue 16.4).
+
+Over 400 lines on purpose: it is the whole door, one short method an
+operation with its contract, and splitting it would hide one of them.
 """
 
 from __future__ import annotations

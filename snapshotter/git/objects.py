@@ -5,6 +5,10 @@ Everything above this layer sees raw object ids (``bytes``), tree ids in hex
 ``pygit2.GitError`` is translated here into ``ObjectError`` and nowhere else.
 pygit2 is imported on first use, so a hook that never reads an object never
 pays for loading libgit2.
+
+Over 400 lines on purpose: every call into pygit2 of the store is here (the
+one door), each with its error translated; the trees it parses itself are
+kept_trees.py's.
 """
 
 from __future__ import annotations
