@@ -40,6 +40,7 @@ import io
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -372,6 +373,13 @@ def _stdin_from(data: bytes) -> Iterator[None]:
         yield
     finally:
         sys.stdin = saved
+
+
+def interruptible() -> None:
+    """A child's ``preexec_fn``: Ctrl-C reaches it as it reaches a terminal's foreground
+    command (SIGINT's default), even when this run was started with SIGINT ignored (a
+    background job of a non-interactive shell ignores it, and children inherit that)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def payload(sent: Mapping[str, Any] | bytes) -> bytes:

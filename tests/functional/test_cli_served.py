@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
-from builders import argv, event, hook_ok, make_repo, run_cli, turn, wait_for, write
+from builders import argv, event, hook_ok, interruptible, make_repo, run_cli, turn, wait_for, write
 
 from snapshotter.hooks import client
 
@@ -279,6 +279,7 @@ def test_ctrl_c_reaches_the_command(
         stderr=subprocess.PIPE,
         cwd=root,
         env=environ,
+        preexec_fn=interruptible,  # Ctrl-C comes to it
     )
     assert proc.stdout is not None
     assert proc.stdout.read(1), "the diff started"  # then blocks on the full pipe

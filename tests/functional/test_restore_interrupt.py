@@ -31,6 +31,7 @@ from builders import (
     argv,
     event,
     hook_ok,
+    interruptible,
     listed,
     make_repo,
     run_cli,
@@ -232,6 +233,7 @@ def start_paused(root: Path, data: Path, marker: Path, *args: str | Path) -> sub
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "RF_ROOT": str(root), "RF_PAUSE": f"10:{marker}"},
+        preexec_fn=interruptible,  # Ctrl-C comes to it
     )
     deadline = time.monotonic() + 60
     while not marker.exists():
