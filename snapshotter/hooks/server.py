@@ -60,6 +60,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import select
 import signal
 import socket
 import struct
@@ -156,6 +157,8 @@ class _Server:
         self._more_lock = threading.Lock()
         self.sessions = Sessions()
         self.stopping = threading.Event()
+        self._wake = os.pipe()  # ``stop`` wakes ``loop`` through it
+        os.set_blocking(self._wake[1], False)
         self.busy = 0
         self.last_done = time.monotonic()
         self.mutex = threading.Lock()
@@ -206,24 +209,40 @@ class _Server:
     def close(self) -> None:
         if self._resident is not None:
             self._resident.close()
+        for fd in self._wake:
+            os.close(fd)
 
     def loop(self) -> None:
-        """Accept until stopped, or idle (see ``idle``)."""
-        self.listener.settimeout(_TICK_S)
+        """Accept until stopped, or idle (see ``idle``).
+
+        The listener is polled beside a pipe that ``stop`` writes to, and
+        accepted from without blocking: a listener shut down under a blocking
+        accept with a timeout makes Python retry EAGAIN in a busy loop until the
+        timeout, so every stop burnt a core for up to a tick before it happened.
+        """
+        self.listener.setblocking(False)
+        waiting = select.poll()
+        waiting.register(self.listener, select.POLLIN)
+        waiting.register(self._wake[0], select.POLLIN)
         while not self.stopping.is_set():
-            try:
-                conn, _ = self.listener.accept()
-            except TimeoutError:
+            if not waiting.poll(_TICK_S * 1000):
                 now = time.monotonic()
                 with self.mutex:
                     busy, since = self.busy, now - self.last_done
                 if idle(busy, since, self.sessions.open(now)):
                     return
                 continue
+            if self.stopping.is_set():
+                return
+            try:
+                conn, _ = self.listener.accept()
+            except BlockingIOError:
+                continue  # the client gave up before we took it
             except OSError:
                 if self.stopping.is_set():
                     return  # ``stop`` shut the listener down under us
                 raise
+            conn.setblocking(True)
             self._dispatch(conn)
 
     def stop(self) -> None:
@@ -233,6 +252,8 @@ class _Server:
             os.unlink(self.path)
         with contextlib.suppress(OSError):
             self.listener.shutdown(socket.SHUT_RDWR)
+        with contextlib.suppress(OSError):
+            os.write(self._wake[1], b"x")
 
     def _dispatch(self, conn: socket.socket) -> None:
         with self.mutex:
