@@ -23,7 +23,7 @@ from snapshotter.history import journal
 from snapshotter.history.conflicts import refuse_changed
 from snapshotter.history.lookup import default_in
 from snapshotter.history.lost import require
-from snapshotter.history.records import Mark, RedoEntry, State
+from snapshotter.history.records import Mark, RedoEntry, RedoOp, State
 from snapshotter.history.safety import take_safety
 from snapshotter.history.state_file import editing
 from snapshotter.store.restore import RestoreResult, check_path
@@ -120,21 +120,8 @@ def restore_files(
         if dry_run:
             return _report(state, [cp.id], _plan(workspace, steps), dry_run)
         new_tree = _after_tree(workspace, safety.tree, steps)
-        _rebase_open_spans(workspace, state, new_tree, chosen)
-        sess = state.session(session_id)
-        sess.redo.append(
-            RedoEntry(
-                op="restore",
-                checkpoints=[cp.id],
-                paths=chosen,
-                tree=safety.tree,
-                after=new_tree,
-                at=time.time_ns(),
-            )
-        )
-        sess.last = _left(safety, new_tree, state)
-        result = journal.run(
-            workspace.store, state, safety.tree, steps, op="restore", checkpoints=[cp.id]
+        result = _run(
+            workspace, state, session_id, "restore", [cp.id], chosen, safety, steps, new_tree
         )
         return _report(state, [cp.id], result, dry_run)
 
@@ -286,28 +273,34 @@ def _revert(
     after = _after_tree(workspace, safety.tree, steps)
     for cp in targets:
         _set_undone(state, cp, True)
+    redo_op: RedoOp = "undo" if op == "undo" else "reset"
+    result = _run(workspace, state, session_id, redo_op, ids, paths, safety, steps, after)
+    return _report(state, ids, result, dry_run)
+
+
+def _run(
+    workspace: Workspace,
+    state: State,
+    session_id: str,
+    op: RedoOp,
+    ids: list[int],
+    paths: list[str],
+    safety: Mark,
+    steps: list[tuple[str, list[str]]],
+    after: str,
+) -> RestoreResult:
+    """Note what redo needs and restore ``steps`` (journal.run), the worktree going
+    from ``safety`` to ``after`` at ``paths``: the open spans, the redo entry and the session's
+    latest capture are saved with the journal, before the first file is written."""
     _rebase_open_spans(workspace, state, after, paths)
     sess = state.session(session_id)
     sess.redo.append(
         RedoEntry(
-            op="undo" if op == "undo" else "reset",
-            checkpoints=ids,
-            paths=paths,
-            tree=safety.tree,
-            after=after,
-            at=time.time_ns(),
+            op=op, checkpoints=ids, paths=paths, tree=safety.tree, after=after, at=time.time_ns()
         )
     )
     sess.last = _left(safety, after, state)
-    result = journal.run(
-        workspace.store,
-        state,
-        safety.tree,
-        steps,
-        op="undo" if op == "undo" else "reset",
-        checkpoints=ids,
-    )
-    return _report(state, ids, result, dry_run)
+    return journal.run(workspace.store, state, safety.tree, steps, op=op, checkpoints=ids)
 
 
 def _left(safety: Mark, tree: str, state: State) -> Mark:
