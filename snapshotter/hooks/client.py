@@ -267,23 +267,10 @@ def start(path: str | os.PathLike[str], owned: tuple[_socket.socket, int] | None
 
     ``owned`` (from ``own``): the server serves that socket and holds that lock.
     """
-    import subprocess  # only on this rare path: the hook's start-up stays lean
+    from snapshotter.hooks.detach import detach  # only on this rare path: start-up stays lean
 
     fds = () if owned is None else (owned[0].fileno(), owned[1])
-    subprocess.Popen(
-        # -P: see cwd below
-        [sys.executable, "-P", "-m", SERVER_MODULE, os.fspath(path), *map(str, fds)],
-        pass_fds=fds,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-        close_fds=True,
-        # Not the agent's directory: ``-m`` puts the working directory first on the
-        # module path, and a worktree holding a ``snapshotter/`` of its own (this very
-        # project's source, or a hostile clone) must not be what the server imports.
-        cwd="/",
-    )
+    detach([sys.executable, "-P", "-m", SERVER_MODULE, os.fspath(path), *map(str, fds)], fds)
 
 
 def frame(data: bytes) -> bytes:

@@ -9,9 +9,10 @@ session of its own; its failures go to the data directory's hook.log.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
+
+from snapshotter.hooks.detach import detach
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -20,15 +21,7 @@ if TYPE_CHECKING:
 
 def start(data_dir: Path, worktree: Path, *, budget_s: float, policy: Policy) -> None:
     """Start a gc of ``worktree``'s store bounded by ``budget_s``, applying ``policy``."""
-    subprocess.Popen(
-        command(data_dir, worktree, budget_s=budget_s, policy=policy),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-        close_fds=True,
-        cwd="/",
-    )
+    detach(command(data_dir, worktree, budget_s=budget_s, policy=policy))
 
 
 def command(data_dir: Path, worktree: Path, *, budget_s: float, policy: Policy) -> list[str]:

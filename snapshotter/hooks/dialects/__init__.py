@@ -74,6 +74,25 @@ class Dialect:
         self.budgeted = budgeted  # its events whose hooks it cuts short
 
 
+def camel_events(turn_start: str, turn_end: str) -> dict[str, str]:
+    """Copilot CLI's and Cursor's events, in the order ``init`` wires them: the same
+    camelCase names but for a turn's start and end. A failed tool has an event of
+    its own, ``postToolUseFailure`` (its reason: ``FAILED_TOOL``)."""
+    return {
+        "sessionStart": "session_start",
+        turn_start: "turn_start",
+        "preToolUse": "pre_tool_use",
+        "postToolUse": "post_tool_use",
+        "postToolUseFailure": "post_tool_use",
+        turn_end: "turn_end",
+        "sessionEnd": "session_end",
+    }
+
+
+# camel_events' failed tool: its checkpoint is marked failed (#26.4).
+FAILED_TOOL = {"postToolUseFailure": "failed"}
+
+
 def all_dialects() -> tuple[Dialect, ...]:
     from snapshotter.hooks.dialects import (
         claude_code,

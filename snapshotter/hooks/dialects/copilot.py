@@ -11,21 +11,13 @@ repository's ``.claude/settings.json`` hooks run too, Claude-shaped without
 
 from __future__ import annotations
 
-from snapshotter.hooks.dialects import Dialect
+from snapshotter.hooks.dialects import FAILED_TOOL, Dialect, camel_events
 
 DIALECT = Dialect(
     name="copilot",
     title="GitHub Copilot CLI",
-    events={
-        "sessionStart": "session_start",
-        "userPromptSubmitted": "turn_start",
-        "preToolUse": "pre_tool_use",
-        "postToolUse": "post_tool_use",
-        "postToolUseFailure": "post_tool_use",
-        "agentStop": "turn_end",
-        "sessionEnd": "session_end",
-    },
-    reasons={"postToolUseFailure": "failed"},  # its checkpoint is marked failed (#26.4)
+    events=camel_events(turn_start="userPromptSubmitted", turn_end="agentStop"),
+    reasons=FAILED_TOOL,
     ignored=frozenset(
         (
             "errorOccurred",

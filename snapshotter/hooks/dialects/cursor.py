@@ -4,21 +4,13 @@ and ``tool_name`` (from Cursor's hooks documentation: fixtures/sessions/cursor).
 
 from __future__ import annotations
 
-from snapshotter.hooks.dialects import Dialect
+from snapshotter.hooks.dialects import FAILED_TOOL, Dialect, camel_events
 
 DIALECT = Dialect(
     name="cursor",
     title="Cursor",
-    events={
-        "sessionStart": "session_start",
-        "beforeSubmitPrompt": "turn_start",
-        "preToolUse": "pre_tool_use",
-        "postToolUse": "post_tool_use",
-        "postToolUseFailure": "post_tool_use",
-        "stop": "turn_end",
-        "sessionEnd": "session_end",
-    },
-    reasons={"postToolUseFailure": "failed"},  # its checkpoint is marked failed (#26.4)
+    events=camel_events(turn_start="beforeSubmitPrompt", turn_end="stop"),
+    reasons=FAILED_TOOL,
     ignored=frozenset(
         (
             "subagentStart",
