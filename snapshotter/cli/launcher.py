@@ -20,6 +20,8 @@ def main(argv: list[str] | None = None) -> None:
 
         code = served.run(args)
         if code is not None:
+            if argv is None:  # the console script: this process is ours to end
+                served.leave(code)
             sys.exit(code)
         from snapshotter.cli.main import main as cli_main
 
