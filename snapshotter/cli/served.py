@@ -24,10 +24,6 @@ import sys
 from snapshotter.cli.argv import data_dir_option
 from snapshotter.hooks import client
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import NoReturn
-
 # Commands that read the worktree or the store; the rest (init, gc, demo, hook)
 # gain nothing from the server or must not run in it.
 WARM_COMMANDS = frozenset({"capture", "undo", "redo", "reset", "list", "diff", "show", "restore"})
@@ -64,22 +60,6 @@ def run(args: list[str]) -> int | None:
         conn.close()
         return relay.stop()  # before "go" arrived the server runs nothing
     return _wait(conn, relay)
-
-
-def leave(code: int) -> NoReturn:
-    """End this process with the served command's exit code, now.
-
-    The command ran in the server's child, on our standard streams: this
-    process only relayed it, and holds nothing Python's shutdown must close
-    (no file, no atexit handler). The shutdown would cost ~4 ms of CPU, a
-    tenth of the reference's whole undo at 10k files.
-    """
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError, AttributeError):  # closed, or None: nothing to keep
-            pass
-    os._exit(code)
 
 
 class _Relay:

@@ -15,6 +15,7 @@ import zlib
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
+    from typing import NoReturn
 
 # The environment a capture depends on (data directory, git config): the
 # server's must equal the client's. PATH is left out on purpose: a command run
@@ -57,6 +58,23 @@ def enabled() -> bool:
     except ImportError:
         return False
     return True
+
+
+def leave(code: int) -> NoReturn:
+    """End this process with ``code`` now: a hook or command the server ran for us.
+
+    This process only relayed it (the server ran it, on our standard streams)
+    and holds nothing Python's shutdown must close (no file, no atexit handler,
+    no thread): the shutdown would cost ~4 ms of CPU, a tenth of the
+    reference's undo at 10k files. Only the console script calls it
+    (cli/launcher.py); a caller of ``main(argv)`` gets SystemExit as ever.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):  # closed, or None: nothing to keep
+            pass
+    os._exit(code)
 
 
 def data_dir_arg(data_dir: str | os.PathLike[str] | None) -> str:
