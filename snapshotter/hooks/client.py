@@ -70,7 +70,7 @@ def leave(code: int) -> NoReturn:
     (cli/launcher.py); a caller of ``main(argv)`` gets SystemExit as ever.
     """
     for stream in (sys.stdout, sys.stderr):
-        try:
+        try:  # noqa: SIM105 - contextlib would be one more import for every hook
             stream.flush()
         except (OSError, ValueError, AttributeError):  # closed, or None: nothing to keep
             pass
