@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from builders import make_repo, open_engine, write
 
+from snapshotter.git import objects
 from snapshotter.store import restore as restore_mod
 
 
@@ -25,7 +26,7 @@ def test_a_file_to_rewrite_is_hashed_once_and_an_exec_flip_still_keeps_it(
     os.chmod(root / "run.sh", 0o644)
     kept = os.stat(root / "run.sh")
     hashed: list[str] = []
-    real = restore_mod.hash_file
+    real = objects.hash_file
 
     def counting(path: str | os.PathLike[str]) -> bytes:
         hashed.append(os.path.relpath(path, root))

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from builders import event, listed, make_repo, run_cli, run_hook, turn
-from functional.test_cli_served import start_server
+from test_cli_served import start_server
 
 # The console script (``main()`` with no argv), with an exit handler that says
 # whether Python's shutdown ran, and whether the click CLI was loaded here.
