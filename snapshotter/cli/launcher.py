@@ -10,6 +10,7 @@ import os
 import sys
 
 from snapshotter.cli.argv import data_dir_option
+from snapshotter.hooks import client
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -20,13 +21,15 @@ def main(argv: list[str] | None = None) -> None:
 
         code = served.run(args)
         if code is not None:
+            if argv is None:  # the console script: this process is ours to end
+                client.leave(code)
             sys.exit(code)
         from snapshotter.cli.main import main as cli_main
 
         cli_main(args)
         return
     data_dir_opt, builtin_args, unknown = parsed
-    from snapshotter.hooks.command import run
+    from snapshotter.hooks.command import handed_over, run
 
     if unknown:
         # Exit 2 would make docker-agent block the tool call: a typo in the
@@ -36,7 +39,10 @@ def main(argv: list[str] | None = None) -> None:
     # directories 0755 under the usual umask). A hook process never writes to the worktree.
     os.umask(0o077)
     # With stdin closed (``hook <&-``) Python sets sys.stdin to None: no event, still exit 0.
-    sys.exit(run(getattr(sys.stdin, "buffer", None), data_dir_opt, builtin_args))
+    code = run(getattr(sys.stdin, "buffer", None), data_dir_opt, builtin_args)
+    if argv is None and handed_over():  # the server handled it: nothing here to shut down
+        client.leave(code)
+    sys.exit(code)
 
 
 def _hook_args(args: list[str]) -> tuple[str | None, list[str], list[str]] | None:

@@ -430,6 +430,7 @@ def load_commands() -> None:
     commands (the hook server) loads it once instead of in every child."""
     import snapshotter.engine.moved
     import snapshotter.history.lookup
+    import snapshotter.history.oplog  # every undo, redo, reset and restore logs itself
     import snapshotter.history.undo
     import snapshotter.store.restore  # noqa: F401
     from snapshotter.git.objects import preload

@@ -59,6 +59,7 @@ def _run(raw: bytes, data_dir: str | os.PathLike[str] | None, args: list[str]) -
     if project:  # travels with the event: a shared hook server has its own environment
         args = [*args, f"project_dir={project}"]
     error = _via_server(raw, data_dir, args) if client.enabled() else _NOT_SERVED
+    _HANDED_OVER[0] = error is not _NOT_SERVED
     if error is _NOT_SERVED:
         from snapshotter.config import data_dir as resolve
 
@@ -96,6 +97,12 @@ def _via_server(raw: bytes, data_dir: str | os.PathLike[str] | None, args: list[
     return _NOT_SERVED  # a server is starting or leaving: this event is handled here
 
 
+def handed_over() -> bool:
+    """Whether the last event ``run`` got went to a hook server (none was handled here)."""
+    return _HANDED_OVER[0]
+
+
+_HANDED_OVER = [False]
 _NOT_SERVED = "\0not served"
 _RETRY = "\0retry"
 _BAD_INPUT = "snapshotter hook: BadInput:"  # how run_request's message for bad input starts

@@ -221,10 +221,11 @@ def _write(store: Store, root: Path, rel: str, target: Entry, temp: str | None) 
     mode, oid = target
     if _matches(store, path, st, target):
         return False
-    same_kind = (
-        st is not None and mode != MODE_LINK and git_mode(st.st_mode) in (MODE_EXEC, MODE_FILE)
-    )
-    if same_kind and hash_file(path) == oid:  # only the exec bit differs: flip it in place
+    # Only the exec bit differs: flip it in place. (Same mode: ``_matches`` has just
+    # hashed the bytes, and they differ; a second hash would cost a read per file.)
+    now = git_mode(st.st_mode) if st is not None else None
+    other_bit = mode != MODE_LINK and now != mode and now in (MODE_EXEC, MODE_FILE)
+    if other_bit and hash_file(path) == oid:
         os.chmod(path, _file_mode(mode))
         durable.wrote(path)
         return True

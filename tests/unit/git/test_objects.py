@@ -132,3 +132,27 @@ def test_patches_count_lines_and_sizes(db: ObjectDB) -> None:
 def test_a_missing_store_is_named(tmp_path: Path) -> None:
     with pytest.raises(ObjectError, match="cannot open the store"):
         ObjectDB(tmp_path / "absent").has(bytes(20))
+
+
+def test_with_libgit2_loaded_has_asks_it_and_sees_packs_written_behind_it(
+    db: ObjectDB, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In a process that has loaded libgit2 (a served command, the hook server) ``has``
+    asks it, which indexed the packs once, instead of listing and searching every pack
+    index again per call (``loose.stored``); a pack or a loose object written since
+    the store was opened is still seen, an absent one is not."""
+    from snapshotter.git import loose, packs
+
+    def never(*_args: object) -> bool:
+        raise AssertionError("loose.stored called with libgit2 loaded")
+
+    monkeypatch.setattr(loose, "stored", never)
+    first = objects.hash_bytes(b"first\n")
+    db.write(BLOB, b"first\n", first)
+    assert db.has(first)  # the repository is open now
+    packed = objects.hash_bytes(b"packed\n")
+    assert not db.has(packed)
+    packs.write_pack(db.git_dir / "objects" / "pack", [(packed, BLOB, b"packed\n")])
+    assert db.has(packed) and db.has(packed.hex()), "a pack moved in behind libgit2's back"
+    other = ObjectDB(db.git_dir)  # not yet opened: still libgit2, as pygit2 is loaded
+    assert other.has(packed) and other.has(first) and not other.has(bytes(20))
