@@ -55,7 +55,7 @@ from snapshotter.store import records
 from snapshotter.store.signature import RACY_WINDOW_NS
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Iterable
+    from collections.abc import Collection, Iterable, Mapping
 
     from snapshotter.store.walk import ScanResult
 
@@ -274,35 +274,76 @@ class Watcher:
         of the files it put in (``fresh``), when it only redid some directories.
 
         Files whose stat data moved since the walk (before their watch was in
-        place) mark their directory dirty in ``answer``.
+        place) are looked at again (``answer.changed``).
+        """
+        entries = answer.scan.entries
+        if answer.fresh is None and not self.sweep:
+            self.sweep = len(entries) + len(self._paths) > FILE_WATCH_SHARE * max_user_watches()
+        if not self.sweep and not self.broken:
+            if answer.fresh is None:
+                from snapshotter.store.walk import index
+
+                by_dir = index(answer.scan).files
+            else:
+                by_dir = {}
+                for rel in answer.fresh:
+                    if rel in entries:
+                        by_dir.setdefault(rel.rpartition("/")[0], []).append(rel)
+            for directory, rels in by_dir.items():
+                if not self._watch_dir_files(directory, rels, entries, answer.changed):
+                    break
+        self._recheck_racy_links(answer)
+        answer.files_watched = not self.broken
+
+    def _watch_dir_files(
+        self, directory: str, rels: Iterable[str], entries: Mapping[str, records.Stat], changed: set[str]
+    ) -> bool:
+        """Watch the files ``rels`` of ``directory`` (relative), each then lstat'ed again
+        by the very path its watch took: a file whose stat data is not its record
+        (replaced, linked or written between the walk and its watch) goes into
+        ``changed``. False once no more watches can be added (the sweep, or broken).
+
+        The hot loop of a first walk's watches (issue 24.3): the directory's path is
+        encoded once, each name as ``os.fsencode`` would (one C call, not a Python one).
         """
         from snapshotter.git.kinds import MODE_LINK
 
-        inodes = self._file_inodes
-        entries = answer.scan.entries
-        if answer.fresh is None:
-            files: Iterable[tuple[str, records.Stat]] = entries.items()
-        else:
-            files = ((rel, entries[rel]) for rel in answer.fresh if rel in entries)
-        if answer.fresh is None and not self.sweep:
-            self.sweep = len(entries) + len(self._paths) > FILE_WATCH_SHARE * max_user_watches()
-        for rel, st in files:
-            if self.sweep or self.broken:
-                break
-            mode, _size, _mtime, _ctime, ino = records.fields(st)
+        encoding, errors = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
+        base = os.path.join(self.root, directory) if directory else self.root
+        prefix = os.fsencode(base) + b"/"
+        cut = len(directory) + 1 if directory else 0
+        add, fd, files, inodes = self._add_watch, self._fd, self._files, self._file_inodes
+        fields, lstat = records.fields, os.lstat
+        for rel in rels:
+            mode, size, mtime, ctime, ino = fields(entries[rel])
             if mode == MODE_LINK or inodes.get(rel) == ino:
                 continue  # a symlink has no content to write through another name
-            path = os.path.join(self.root, rel)
-            wd = self._add_watch(self._fd, os.fsencode(path), _FILE_MASK)
+            path = prefix + rel[cut:].encode(encoding, errors)
+            wd = add(fd, path, _FILE_MASK)
             if wd < 0:
                 self._watch_failed(path)
+                if self.sweep or self.broken:
+                    return False
                 continue
-            self._files.setdefault(wd, set()).add(rel)
+            found = files.get(wd)
+            if found is None:
+                files[wd] = {rel}
+            else:
+                found.add(rel)  # another name of a file watched already (a hard link here)
             inodes[rel] = ino
-            if records.signature_at(path) != records.signature(st):  # None (gone) too
-                answer.changed.add(rel)
-        self._recheck_racy_links(answer)
-        answer.files_watched = not self.broken
+            try:
+                st = lstat(path)
+            except OSError:
+                changed.add(rel)  # gone since the walk
+                continue
+            if (
+                st.st_ino != ino
+                or st.st_mtime_ns != mtime
+                or st.st_ctime_ns != ctime
+                or st.st_size != size
+            ):
+                changed.add(rel)
+        return True
 
     def _recheck_racy_links(self, answer: Remembered) -> None:
         """Linked files modified just before the walk are looked at again next time.
@@ -320,7 +361,7 @@ class Watcher:
             if st is not None and now - records.mtime(st) < RACY_WINDOW_NS:
                 answer.changed.add(rel)
 
-    def _watch_failed(self, path: str) -> None:
+    def _watch_failed(self, path: bytes) -> None:
         import ctypes
 
         err = ctypes.get_errno()
