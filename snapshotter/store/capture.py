@@ -216,6 +216,9 @@ class Snapshot:
             on_dir=on_dir,
             guard=options.guard,
             reuse=self.old.entries,
+            on_file=None
+            if watched is None
+            else watched.watcher.file_watcher(len(self.old.entries)),
         )
 
     def _capture_all(self) -> tuple[str, set[str]]:
