@@ -24,9 +24,13 @@ watcher): a worktree with more files than ``FILE_WATCH_SHARE`` of it gets
 none, and each capture then checks files' stat data instead (a "sweep": no
 listing, no ignore rules, no reading): all of them, so nothing is seen late,
 unless the user traded that for speed (``resident.SWEEP_ENV``: a share of
-them a capture, round robin). A file's watch
-is added after the walk saw it, so its stat data is taken again once the
-watch is in place: a link made in between shows too.
+them a capture, round robin). A whole walk
+adds each file's watch before it takes the file's stat data
+(``file_watcher``), so what it records is what the watch saw from then on; a
+file another is renamed over in between raises a directory event, and that
+name is watched again (``_absorb``). Files a rescan put in get their watch
+after, and their stat data is taken again once it is in place
+(``watch_files``): a link made in between shows too.
 
 Limits, on purpose: only local filesystems (network and FUSE mounts do not
 report other machines' writes), and not for writes made through ``mmap``
@@ -35,8 +39,10 @@ Only processes that opt in use this: those holding a ``Resident`` (the hook
 server; the CLI commands it forks send their captures to it instead,
 hooks/remote_capture.py).
 
-Just over 400 lines: the inotify constants and the mount table reader belong
-with the one watcher that uses them.
+Over 400 lines: one inotify instance's whole protocol — its constants, the
+directory watches, the file watches (added during a walk or after it) and
+the events that undo them — is one contract, read together; the mount table
+reader belongs with the one watcher that uses it.
 """
 
 from __future__ import annotations
