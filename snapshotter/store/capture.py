@@ -429,10 +429,13 @@ def _reuse_unchanged(
     entries: dict[str, stat_cache.Entry] = {}
     stale = []
     walked, cached, unchanged = result.entries, old.entries.get, stat_cache.unchanged
+    at, untrusted = records.MTIME_BYTES, stat_cache.UNTRUSTED_BYTES
     for rel in list(walked) if drain else walked:
         st = walked.pop(rel) if drain else walked[rel]
         prior = cached(rel)
-        if unchanged(prior, st):  # (one C call: the cache's record starts with ``st``)
+        # The walk hands on the cache's own entry where every field matched (walk.py's
+        # ``reuse``): only its trust is left to check, inline (no call a path).
+        if (st is prior and prior[at] != untrusted) or unchanged(prior, st):
             entries[rel] = prior  # type: ignore[assignment]  # (not None: unchanged)
         else:
             stale.append((rel, records.unpacked(st), prior))
