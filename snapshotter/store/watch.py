@@ -322,10 +322,11 @@ class Watcher:
         if answer.fresh is None and not self.sweep and len(entries) + len(self._paths) > limit:
             self._give_up_files()
         if not self.sweep and not self.broken:
+            taken: Collection[str] = ()
             if answer.fresh is None:
                 from snapshotter.store.walk import index
 
-                self._note_announced(announced or (), entries)
+                taken = set(announced or ())
                 by_dir = index(scan).files
             else:
                 by_dir = {}
@@ -333,7 +334,7 @@ class Watcher:
                     if rel in entries:
                         by_dir.setdefault(rel.rpartition("/")[0], []).append(rel)
             for directory, rels in by_dir.items():
-                if not self._watch_dir_files(directory, rels, entries, answer.changed):
+                if not self._watch_dir_files(directory, rels, entries, answer.changed, taken):
                     break
         self._recheck_racy_links(answer)
         answer.files_watched = not self.broken
@@ -350,25 +351,19 @@ class Watcher:
             self._files.clear()
             self._file_inodes.clear()
 
-    def _note_announced(self, rels: Iterable[str], entries: Mapping[str, records.Stat]) -> None:
-        """Note the inode each of ``rels`` (watched by the walk) was recorded with."""
-        inodes, get, fields = self._file_inodes, entries.get, records.fields
-        for rel in rels:
-            st = get(rel)
-            if st is not None:
-                inodes[rel] = fields(st)[4]
-
     def _watch_dir_files(
         self,
         directory: str,
         rels: Iterable[str],
         entries: Mapping[str, records.Stat],
         changed: set[str],
+        taken: Collection[str] = (),
     ) -> bool:
         """Watch the files ``rels`` of ``directory`` (relative), each then lstat'ed again
         by the very path its watch took: a file whose stat data is not its record
         (replaced, linked or written between the walk and its watch) goes into
         ``changed``. False once no more watches can be added (the sweep, or broken).
+        Those in ``taken`` the walk watched itself (``file_watcher``): only noted.
 
         The hot loop of a first walk's watches (issue 24.3): the directory's path is
         encoded once, each name as ``os.fsencode`` would (one C call, not a Python one).
@@ -385,6 +380,9 @@ class Watcher:
             mode, size, mtime, ctime, ino = fields(entries[rel])
             if mode == MODE_LINK or inodes.get(rel) == ino:
                 continue  # a symlink has no content to write through another name
+            if rel in taken:
+                inodes[rel] = ino  # watched before the walk took this stat data
+                continue
             path = prefix + rel[cut:].encode(encoding, errors)
             wd = add(fd, path, _FILE_MASK)
             if wd < 0:
