@@ -206,20 +206,26 @@ class Snapshot:
             from snapshotter.git.index import keep_entries
 
             keep_entries()
-        return scan(
-            self.worktree,
-            previous=self.old.entries,
-            max_new_file_size=options.max_new_file_size,
-            excluded=options.excluded,
-            index_cache=self.store.root / "source-index.cache",
-            max_files=options.max_files,
-            on_dir=on_dir,
-            guard=options.guard,
-            reuse=self.old.entries,
-            on_file=None
-            if watched is None
-            else watched.watcher.file_watcher(len(self.old.entries)),
-        )
+        on_file = None if watched is None else watched.watcher.file_watcher(len(self.old.entries))
+        try:
+            return scan(
+                self.worktree,
+                previous=self.old.entries,
+                max_new_file_size=options.max_new_file_size,
+                excluded=options.excluded,
+                index_cache=self.store.root / "source-index.cache",
+                max_files=options.max_files,
+                on_dir=on_dir,
+                guard=options.guard,
+                reuse=self.old.entries,
+                on_file=on_file,
+            )
+        except BaseException:
+            if watched is not None and on_file is not None:
+                # The file watches this walk added would outlive it (a refused tree
+                # can hold many): they go with the watcher, the next capture starts anew.
+                watched.watcher.close()
+            raise
 
     def _capture_all(self) -> tuple[str, set[str]]:
         """Every walked path compared with the manifest; (tree, paths to look at again)."""

@@ -20,6 +20,7 @@ import pytest
 from builders import blob_at, make_repo, open_engine
 
 from snapshotter.engine import Engine
+from snapshotter.errors import TooManyFiles
 from snapshotter.store import watch
 from snapshotter.store.resident import Resident
 
@@ -149,3 +150,18 @@ def test_files_past_the_allowance_keep_no_watches(
     os.link(engine.root / "n3.txt", outside)
     outside.write_text("through another name\n")
     assert blob_at(engine, engine.capture().tree, "n3.txt") == b"through another name\n"
+
+
+def test_a_walk_that_fails_leaves_no_file_watches_behind(
+    tmp_path: Path, data_dir: Path, resident: Resident
+) -> None:
+    """A refused tree (here: more files than the cap) may hold many files: the watches
+    its walk added go with it, not stay for the server's life."""
+    files = {f"f{i}.txt": f"{i}\n" for i in range(6)}
+    root = make_repo(tmp_path / "r", files)
+    engine = open_engine(root, data_dir, resident=resident, max_files=3)
+    with pytest.raises(TooManyFiles):
+        engine.capture()
+    assert resident.watchers is not None
+    (watcher,) = resident.watchers._found.values()
+    assert watcher.broken and not watcher._files, "its file watches closed with it"
