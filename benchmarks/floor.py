@@ -14,16 +14,21 @@ wall time of one process (median of the rounds, interleaved, in the worktree):
 - the bare walk: a ``python`` process that lists every directory (``os.scandir``)
   and lstats every entry, and nothing else (``.git`` left out); the walk alone is
   the time it measures inside itself;
+- the bare watched walk: the same walk, with an inotify watch on every directory
+  and every regular file before its lstat, as the hook server's baseline takes
+  it (store/watch.py: the file watches catch writes through hard links made from
+  outside); the time it measures inside itself;
 - ``snapshotter capture``, no server, nothing changed since its last capture;
 - ``snapshotter list``: the start-up every command pays, with no walk;
 - the headless first tool call: ``session_start`` with no server running, then a
   ``pre_tool_use`` at once (first_event.py's ``first_now``).
 
-The Python floor of both is ``python -c pass`` plus the bare walk alone: a
-no-change capture reads no object (pygit2's import, shown for scale, is paid
-only once something changed), and the server that takes the first tool call's
-baseline starts with ``session_start`` (the tool call's own hook process runs
-meanwhile).
+The Python floor of the capture is ``python -c pass`` plus the bare walk alone:
+a no-change capture reads no object (pygit2's import, shown for scale, is paid
+only once something changed). The first tool call's is ``python -c pass`` plus
+the watched walk alone: the server that takes its baseline starts with
+``session_start`` (the tool call's own hook process runs meanwhile), and must
+have every watch in place before it answers.
 """
 
 from __future__ import annotations
@@ -59,6 +64,34 @@ while stack:
 print((time.perf_counter() - start) * 1000.0, files)
 """
 
+# The same walk as the hook server's baseline does it: every directory and every
+# regular file gets an inotify watch of its own before its lstat (what catches a
+# write through a hard link made from outside, watch.py). Prints its own ms.
+BARE_WATCHED_WALK = """
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+add = libc.inotify_add_watch
+start = time.perf_counter()
+stack, files = [sys.argv[1]], 0
+while stack:
+    path = stack.pop()
+    add(fd, os.fsencode(path), 0xFCE | 0x1000000 | 0x2000000)  # a directory's events (watch._MASK)
+    prefix = os.fsencode(path) + b"/"
+    with os.scandir(path) as entries:
+        for entry in entries:
+            if entry.name == ".git":
+                continue
+            if entry.is_file(follow_symlinks=False):
+                add(fd, prefix + os.fsencode(entry.name), 0x4 | 0x2000000)  # IN_ATTRIB
+            entry.stat(follow_symlinks=False)
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(entry.path)
+            else:
+                files += 1
+print((time.perf_counter() - start) * 1000.0, files)
+"""
+
 TOOL: dict[str, object] = {"tool_name": "Bash", "tool_input": {"command": "true"}}
 
 # key: title
@@ -69,6 +102,7 @@ FIGURES: dict[str, str] = {
     "pygit2": "python -c 'import pygit2'",
     "walk_process": "bare walk: a python process that lstats every file",
     "walk": "bare walk alone (inside that process)",
+    "watched_walk": "bare walk with an inotify watch a file and a directory, alone",
     "capture": "ours: `snapshotter capture`, no change, no server",
     "list": "ours: `snapshotter list` (start-up, no walk)",
     "first_now": "ours: pre_tool at once after session_start, no server before",
@@ -100,6 +134,10 @@ def measure(
         found["walk"].append(float(done.stdout.split()[0]))
         return done.ms
 
+    def watched_walk() -> float:
+        done = run([sys.executable, "-c", BARE_WATCHED_WALK, str(wt.root)])
+        return float(done.stdout.split()[0])
+
     def reference() -> float:
         started = time.perf_counter()
         ref.capture()
@@ -120,6 +158,7 @@ def measure(
         "python": lambda: run([sys.executable, "-c", "pass"]).ms,
         "pygit2": lambda: run([sys.executable, "-c", "import pygit2"]).ms,
         "walk_process": bare_walk,
+        "watched_walk": watched_walk,
         "capture": lambda: run([*ours, "capture"], quiet).ms,
         "list": lambda: run([*ours, "list"], quiet).ms,
         "first_now": first_now,
@@ -144,11 +183,13 @@ def report(label: str, figures: dict[str, list[float]], rounds: int) -> dict[str
         if key in ms:
             print(f"| {title} | {ms[key]:.1f} | {ms[key] / status:.2f}x | {ms[key] / ref:.2f}x |")
     floor = ms["python"] + ms["walk"]
+    watched = ms["python"] + ms["watched_walk"]
     print(
         f"\nPython floor (interpreter + bare walk): {floor:.0f} ms, {floor / ref:.2f}x the "
         f"reference, {floor / status:.2f}x git status. Ours: no-change capture "
-        f"{ms['capture'] / floor:.2f}x it, headless first tool call "
-        f"{ms['first_now'] / floor:.2f}x it"
+        f"{ms['capture'] / floor:.2f}x it.\nThe headless first tool call's floor "
+        f"(interpreter + the walk with its watches): {watched:.0f} ms, "
+        f"{watched / status:.2f}x git status; ours {ms['first_now'] / watched:.2f}x it"
     )
     return ms
 

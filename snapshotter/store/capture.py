@@ -206,17 +206,26 @@ class Snapshot:
             from snapshotter.git.index import keep_entries
 
             keep_entries()
-        return scan(
-            self.worktree,
-            previous=self.old.entries,
-            max_new_file_size=options.max_new_file_size,
-            excluded=options.excluded,
-            index_cache=self.store.root / "source-index.cache",
-            max_files=options.max_files,
-            on_dir=on_dir,
-            guard=options.guard,
-            reuse=self.old.entries,
-        )
+        on_file = None if watched is None else watched.watcher.file_watcher(len(self.old.entries))
+        try:
+            return scan(
+                self.worktree,
+                previous=self.old.entries,
+                max_new_file_size=options.max_new_file_size,
+                excluded=options.excluded,
+                index_cache=self.store.root / "source-index.cache",
+                max_files=options.max_files,
+                on_dir=on_dir,
+                guard=options.guard,
+                reuse=self.old.entries,
+                on_file=on_file,
+            )
+        except BaseException:
+            if watched is not None and on_file is not None:
+                # The file watches this walk added would outlive it (a refused tree
+                # can hold many): they go with the watcher, the next capture starts anew.
+                watched.watcher.close()
+            raise
 
     def _capture_all(self) -> tuple[str, set[str]]:
         """Every walked path compared with the manifest; (tree, paths to look at again)."""
@@ -426,10 +435,13 @@ def _reuse_unchanged(
     entries: dict[str, stat_cache.Entry] = {}
     stale = []
     walked, cached, unchanged = result.entries, old.entries.get, stat_cache.unchanged
+    at, untrusted = records.MTIME_BYTES, stat_cache.UNTRUSTED_BYTES
     for rel in list(walked) if drain else walked:
         st = walked.pop(rel) if drain else walked[rel]
         prior = cached(rel)
-        if unchanged(prior, st):  # (one C call: the cache's record starts with ``st``)
+        # The walk hands on the cache's own entry where every field matched (walk.py's
+        # ``reuse``): only its trust is left to check, inline (no call a path).
+        if (st is prior and prior[at] != untrusted) or unchanged(prior, st):
             entries[rel] = prior  # type: ignore[assignment]  # (not None: unchanged)
         else:
             stale.append((rel, records.unpacked(st), prior))

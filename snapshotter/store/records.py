@@ -25,6 +25,7 @@ _SIGNATURE = struct.Struct("<QqqQ")  # size, mtime_ns, ctime_ns, inode: a Stat a
 STAT_SIZE = _STAT.size
 _MTIME = struct.Struct("<q")
 _MTIME_AT = 12  # after the mode (4 bytes) and the size (8)
+MTIME_BYTES = slice(_MTIME_AT, _MTIME_AT + _MTIME.size)  # a record's mtime_ns, packed
 SIGNATURE_AT = 4  # signature.Signature's fields: everything after the mode
 
 # A walk's record of one file (``stat``), or the stat cache's (``entry``): both

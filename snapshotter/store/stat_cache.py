@@ -69,6 +69,7 @@ Entry = records.Entry
 # capture that its stat data may not move on the next write ("racy git"): the
 # next capture reads it again instead of trusting its stat data.
 UNTRUSTED = 0
+UNTRUSTED_BYTES = records.stat(0, 0, UNTRUSTED, 0, 0)[records.MTIME_BYTES]  # as packed
 
 _serials = itertools.count(1)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 from collections.abc import Callable, Collection, Container, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +48,7 @@ UNTRACKED_RATIO = 10
 Stat = tuple[int, int, int, int, int]
 _S_IFMT = 0o170000  # stat.S_IFMT as a mask: one & instead of a call per path
 _S_IFDIR, _S_IFREG, _S_IFLNK, _S_IXUSR = stat.S_IFDIR, stat.S_IFREG, stat.S_IFLNK, stat.S_IXUSR
+_OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 
 
 @dataclass
@@ -67,6 +69,8 @@ class ScanResult:
     # Ignored paths the walk saw and passed by (a directory ends in ``/``): an agent
     # that deletes one is told that undo cannot bring it back (#26.3).
     ignored: set[str] = field(default_factory=set)
+    # The entries ``on_file`` took (scan's): watched before their stat was taken.
+    announced: list[str] | None = None
 
 
 @dataclass
@@ -129,6 +133,7 @@ def scan(
     on_dir: Callable[[str], None] | None = None,
     guard: bool = True,
     reuse: Mapping[str, Any] | None = None,
+    on_file: Callable[[bytes, str], bool] | None = None,
 ) -> ScanResult:
     """Every path of ``tree.scope`` a snapshot holds.
 
@@ -141,6 +146,12 @@ def scan(
     before it is read (the watcher starts watching there). ``reuse``: the stat
     cache's entries; a file whose stat data is its entry's Stat gets that entry
     itself (see ``ScanResult``): no record of its own (issue 24.5).
+
+    ``on_file`` hears of each regular file of a listed directory (its path as
+    bytes, then its relative path) before
+    its stat data is taken (the watcher watches it there, so no second stat
+    is needed to know the watch saw what the walk recorded); False: it takes no
+    more. Those it took are ``announced``.
     """
     guard = guard and max_files is None  # an explicit cap says the user means this tree
     if guard and tree.root == Path.home().resolve():
@@ -156,6 +167,9 @@ def scan(
     walker.max_files = max_files
     walker.guard = guard
     walker.on_dir = on_dir
+    walker.on_file = on_file
+    if on_file is not None:
+        walker.result.announced = []
     start = walker.start_dir()
     if start is not None:
         walker.run(start)
@@ -327,6 +341,7 @@ class _Walker:
         self.index_cache: Path | None = None
         self.max_files: int | None = None
         self.on_dir: Callable[[str], None] | None = None
+        self.on_file: Callable[[bytes, str], bool] | None = None  # see scan
         self.reuse: Mapping[str, Any] | None = None  # see scan
         self.keys: Callable[[str, str], str] | None = None  # a path's string to keep (scan)
         self.guard = False  # refuse what looks like a home directory (see scan)
@@ -367,8 +382,15 @@ class _Walker:
             self.on_dir(dir_abs)
             self.result.dirs[d.rel] = d
         try:
-            with os.scandir(dir_abs) as it:
-                entries = list(it)  # order does not matter: trees are sorted later
+            # Listed through a descriptor: each entry's stat resolves one name, not
+            # the whole path again (~13% of a bare walk of glibc).
+            fd = os.open(dir_abs, _OPEN_DIR)
+            try:
+                with os.scandir(fd) as it:
+                    entries = list(it)  # order does not matter: trees are sorted later
+            except OSError:
+                os.close(fd)
+                raise
         except FileNotFoundError:
             return []
         except OSError as exc:
@@ -376,6 +398,15 @@ class _Walker:
                 self._nested(d)  # still a repository of its own, if an unreadable one
             self._skip(d.rel, Why.UNREADABLE_DIR, exc.strerror)
             return []
+        try:
+            return self._listed(d, dir_abs, fd, entries)
+        finally:
+            os.close(fd)
+
+    def _listed(
+        self, d: _Dir, dir_abs: str, fd: int, entries: list[os.DirEntry[str]]
+    ) -> list[_Dir]:
+        """``_visit``'s listing of ``d`` (its entries' stat calls go through ``fd``)."""
         progress.tick(len(entries))
         present = has_git = False
         for e in entries:  # a plain loop: any() over a generator costs twice as much
@@ -388,7 +419,29 @@ class _Walker:
             d = self._nested(d)
             if self.on_dir is not None:
                 self.result.dirs[d.rel] = d
-        return self._entries(self._here(d, dir_abs, present), entries)
+        fresh = self.on_file is not None
+        if fresh:
+            self._announce(dir_abs, d.rel, entries)
+        return self._entries(self._here(d, dir_abs, present), entries, dir_abs, fd, fresh)
+
+    def _announce(self, dir_abs: str, rel: str, entries: list[os.DirEntry[str]]) -> None:
+        """Hand ``on_file`` each regular file (by the listing's file type: no stat),
+        before ``_entries`` stats it."""
+        on_file, taken = self.on_file, self.result.announced
+        assert on_file is not None and taken is not None
+        encoding, errors = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
+        prefix, parent = os.fsencode(dir_abs) + b"/", rel + "/" if rel else ""
+        for entry in entries:
+            name = entry.name
+            try:
+                if name == ".git" or not entry.is_file(follow_symlinks=False):
+                    continue  # (a directory, symlink or special file: no bytes to watch)
+            except OSError:
+                continue  # (a file type only a stat can tell, and it failed: _entries says)
+            if not on_file(prefix + name.encode(encoding, errors), parent + name):
+                self.on_file = None
+                return
+            taken.append(parent + name)
 
     def _here(self, d: _Dir, dir_abs: str, present: bool) -> _Dir:
         """``d`` (as entered) with its own ``.gitignore`` applied (``present``: listed)."""
@@ -425,7 +478,7 @@ class _Walker:
         outer, self.result = self.result, ScanResult()
         try:
             present = os.path.lexists(os.path.join(dir_abs, ".gitignore"))
-            if self._entries(self._here(d, dir_abs, present), found):  # type: ignore[arg-type]
+            if self._entries(self._here(d, dir_abs, present), found, dir_abs):  # type: ignore[arg-type]
                 return None
             return self.result
         finally:
@@ -439,8 +492,19 @@ class _Walker:
         result.linked |= other.linked
         result.ignored |= other.ignored
 
-    def _entries(self, d: _Dir, entries: list[os.DirEntry[str]]) -> list[_Dir]:
-        """Record the files of one listing; its subdirectories to walk.
+    def _entries(
+        self,
+        d: _Dir,
+        entries: list[os.DirEntry[str]],
+        dir_abs: str,
+        fd: int | None = None,
+        fresh: bool = False,
+    ) -> list[_Dir]:
+        """Record the files of one listing of ``dir_abs``; its subdirectories to walk.
+        ``fd``: the directory the entries were listed through (their names are
+        relative to it). ``fresh``: take each entry's stat data now, through ``fd``
+        (not one the listing's file type check may have taken before ``_announce``
+        watched it).
 
         The hot loop of every capture, one pass per path: what would be a call
         per entry (its kind, its path in the repository, the ignore test, the
@@ -453,7 +517,10 @@ class _Walker:
         tracked_modes = ctx.tracked.modes
         in_ignored = d.ignored
         is_ignored = d.rules.is_ignored
-        excluded = self.excluded
+        # The names here never to enter (usually none: one check a directory, not a path).
+        excluded = {
+            path.rpartition("/")[2] for path in self.excluded if path.rpartition("/")[0] == dir_abs
+        }
         previous = self.previous
         limit = self.limit
         found = self.result.entries
@@ -464,18 +531,19 @@ class _Walker:
         reuse = self.reuse.get if self.reuse is not None else None
         pack = records.stat
         keys = self.keys
+        lstat = os.lstat
         subdirs: list[_Dir] = []
         for entry in entries:
             name = entry.name
             if name == ".git":
                 continue
-            if excluded and entry.path in excluded:  # hashing every path costs: usually none
+            if excluded and name in excluded:
                 continue
             rel = prefix + name
             # A name that is not UTF-8 is os.fsdecode'd like any other and kept
             # byte-exact from here on (names.py); git tracks such names too.
             try:
-                st = entry.stat(follow_symlinks=False)
+                st = lstat(name, dir_fd=fd) if fresh else entry.stat(follow_symlinks=False)
             except FileNotFoundError:
                 continue
             except OSError as exc:
@@ -484,7 +552,7 @@ class _Walker:
             st_mode = st.st_mode
             kind = st_mode & _S_IFMT
             if kind == _S_IFDIR:
-                child = self._enter(d, name, entry.path, known_dir=True)
+                child = self._enter(d, name, f"{dir_abs}/{name}", known_dir=True)
                 if child is not None:
                     subdirs.append(child)
                 continue

@@ -24,9 +24,13 @@ watcher): a worktree with more files than ``FILE_WATCH_SHARE`` of it gets
 none, and each capture then checks files' stat data instead (a "sweep": no
 listing, no ignore rules, no reading): all of them, so nothing is seen late,
 unless the user traded that for speed (``resident.SWEEP_ENV``: a share of
-them a capture, round robin). A file's watch
-is added after the walk saw it, so its stat data is taken again once the
-watch is in place: a link made in between shows too.
+them a capture, round robin). A whole walk
+adds each file's watch before it takes the file's stat data
+(``file_watcher``), so what it records is what the watch saw from then on; a
+file another is renamed over in between raises a directory event, and that
+name is watched again (``_absorb``). Files a rescan put in get their watch
+after, and their stat data is taken again once it is in place
+(``watch_files``): a link made in between shows too.
 
 Limits, on purpose: only local filesystems (network and FUSE mounts do not
 report other machines' writes), and not for writes made through ``mmap``
@@ -35,8 +39,10 @@ Only processes that opt in use this: those holding a ``Resident`` (the hook
 server; the CLI commands it forks send their captures to it instead,
 hooks/remote_capture.py).
 
-Just over 400 lines: the inotify constants and the mount table reader belong
-with the one watcher that uses them.
+Over 400 lines: one inotify instance's whole protocol — its constants, the
+directory watches, the file watches (added during a walk or after it) and
+the events that undo them — is one contract, read together; the mount table
+reader belongs with the one watcher that uses it.
 """
 
 from __future__ import annotations
@@ -55,7 +61,7 @@ from snapshotter.store import records
 from snapshotter.store.signature import RACY_WINDOW_NS
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Iterable
+    from collections.abc import Callable, Collection, Iterable, Mapping
 
     from snapshotter.store.walk import ScanResult
 
@@ -78,6 +84,7 @@ _FILE_MASK = 0x4 | 0x2000000  # IN_ATTRIB | IN_DONT_FOLLOW: link counts, on the 
 _IN_DONT_FOLLOW = 0x2000000
 # Events that change what a directory lists (for a subdirectory: it is listed again).
 _LISTING = 0x100 | 0x200  # IN_CREATE, IN_DELETE
+_NAMING = 0x40 | 0x80 | 0x100 | 0x200  # IN_MOVED_FROM, IN_MOVED_TO, IN_CREATE, IN_DELETE
 _IN_NONBLOCK = os.O_NONBLOCK
 _IN_CLOEXEC = 0o2000000
 _MASK = (
@@ -159,7 +166,8 @@ class Watcher:
         self.sweep = False
         self.swept_at = 0
         self._paths: dict[int, str] = {}  # watch descriptor -> directory
-        self._files: dict[int, set[str]] = {}  # file watch descriptor -> its paths (relative)
+        # file watch descriptor -> its path (relative), or its paths (hard links here)
+        self._files: dict[int, str | set[str]] = {}
         self._file_inodes: dict[str, int] = {}  # relative path -> inode its watch is on
         self._memory: dict[tuple[Any, ...], Remembered] = {}
 
@@ -174,7 +182,8 @@ class Watcher:
             init, add_watch = libc.inotify_init1, libc.inotify_add_watch
         except (OSError, AttributeError):
             return None
-        add_watch.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32)
+        # (int, bytes, int) -> int. No ``argtypes``: checking them cost ~0.3 us of the
+        # ~2 us a file's watch costs, and these three convert as they are.
         add_watch.restype = ctypes.c_int
         fd = init(_IN_NONBLOCK | _IN_CLOEXEC)
         if fd < 0:
@@ -241,7 +250,11 @@ class Watcher:
             elif mask & _IN_ISDIR:
                 self._mark(os.path.join(where, os.fsdecode(name)))  # a subdirectory's mode
             else:
-                self._mark_file(self._rel_in(where, name))  # one entry: written, came or went
+                rel = self._rel_in(where, name)
+                if mask & _NAMING:
+                    # Another file may hold this name now: not the one its watch is on.
+                    self._file_inodes.pop(rel, None)
+                self._mark_file(rel)  # one entry: written, came or went
 
     def _mark(self, directory: str) -> None:
         """List ``directory`` (absolute) again at the next capture of every walk."""
@@ -261,7 +274,8 @@ class Watcher:
     def _file_event(self, wd: int, mask: int) -> None:
         """A file's own watch fired: its link count, attributes or bytes changed (or it
         went): its stat data is taken again, and a new link count makes it linked."""
-        rels = self._files[wd]
+        found = self._files[wd]
+        rels = (found,) if isinstance(found, str) else found
         if mask & _IN_IGNORED:
             del self._files[wd]
             for rel in rels:
@@ -269,40 +283,128 @@ class Watcher:
         for rel in rels:
             self._mark_file(rel)
 
+    def file_watcher(self, expected: int) -> Callable[[bytes, str], bool] | None:
+        """A whole walk's ``on_file`` (walk.py's ``scan``): each file gets its watch
+        before the walk stats it, so the walk's stat data is what the watch saw
+        from then on (a file replaced in between raises a directory event, and
+        its name is watched again: ``_absorb``). None when files get no watches
+        (the sweep, or about ``expected`` files are more than the allowance).
+        """
+        limit = FILE_WATCH_SHARE * max_user_watches()
+        if self.sweep or self.broken or expected + len(self._paths) > limit:
+            return None
+        add, fd, files, paths = self._add_watch, self._fd, self._files, self._paths
+
+        def on_file(path: bytes, rel: str) -> bool:
+            wd = add(fd, path, _FILE_MASK)
+            if wd < 0:
+                self._watch_failed(path)
+                return not (self.sweep or self.broken)
+            _add_name(files, wd, rel)
+            if len(files) + len(paths) > limit:
+                self._give_up_files()  # more files than the last capture had
+                return False
+            return True
+
+        return on_file
+
     def watch_files(self, answer: Remembered) -> None:
         """Give every file of ``answer``'s walk a watch of its own (see the module doc):
         of the files it put in (``fresh``), when it only redid some directories.
 
         Files whose stat data moved since the walk (before their watch was in
-        place) mark their directory dirty in ``answer``.
+        place) are looked at again (``answer.changed``). Those the walk watched
+        itself (``announced``: ``file_watcher``) are only noted.
+        """
+        scan = answer.scan
+        entries, announced, scan.announced = scan.entries, scan.announced, None
+        limit = FILE_WATCH_SHARE * max_user_watches()
+        if answer.fresh is None and not self.sweep and len(entries) + len(self._paths) > limit:
+            self._give_up_files()
+        if not self.sweep and not self.broken:
+            taken: Collection[str] = ()
+            if answer.fresh is None:
+                from snapshotter.store.walk import index
+
+                taken = set(announced or ())
+                by_dir = index(scan).files
+            else:
+                by_dir = {}
+                for rel in answer.fresh:
+                    if rel in entries:
+                        by_dir.setdefault(rel.rpartition("/")[0], []).append(rel)
+            for directory, rels in by_dir.items():
+                if not self._watch_dir_files(directory, rels, entries, answer.changed, taken):
+                    break
+        self._recheck_racy_links(answer)
+        answer.files_watched = not self.broken
+
+    def _give_up_files(self) -> None:
+        """Too many files for the allowance: none keeps a watch, the sweep stats them."""
+        self.sweep = True
+        if self._files:
+            import ctypes
+
+            remove = ctypes.CDLL(None, use_errno=True).inotify_rm_watch
+            for wd in self._files:
+                remove(self._fd, wd)  # (its IN_IGNORED then names no watch we know)
+            self._files.clear()
+            self._file_inodes.clear()
+
+    def _watch_dir_files(
+        self,
+        directory: str,
+        rels: Iterable[str],
+        entries: Mapping[str, records.Stat],
+        changed: set[str],
+        taken: Collection[str] = (),
+    ) -> bool:
+        """Watch the files ``rels`` of ``directory`` (relative), each then lstat'ed again
+        by the very path its watch took: a file whose stat data is not its record
+        (replaced, linked or written between the walk and its watch) goes into
+        ``changed``. False once no more watches can be added (the sweep, or broken).
+        Those in ``taken`` the walk watched itself (``file_watcher``): only noted.
+
+        The hot loop of a first walk's watches (issue 24.3): the directory's path is
+        encoded once, each name as ``os.fsencode`` would (one C call, not a Python one).
         """
         from snapshotter.git.kinds import MODE_LINK
 
-        inodes = self._file_inodes
-        entries = answer.scan.entries
-        if answer.fresh is None:
-            files: Iterable[tuple[str, records.Stat]] = entries.items()
-        else:
-            files = ((rel, entries[rel]) for rel in answer.fresh if rel in entries)
-        if answer.fresh is None and not self.sweep:
-            self.sweep = len(entries) + len(self._paths) > FILE_WATCH_SHARE * max_user_watches()
-        for rel, st in files:
-            if self.sweep or self.broken:
-                break
-            mode, _size, _mtime, _ctime, ino = records.fields(st)
+        encoding, errors = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
+        base = os.path.join(self.root, directory) if directory else self.root
+        prefix = os.fsencode(base) + b"/"
+        cut = len(directory) + 1 if directory else 0
+        add, fd, files, inodes = self._add_watch, self._fd, self._files, self._file_inodes
+        fields, lstat = records.fields, os.lstat
+        for rel in rels:
+            mode, size, mtime, ctime, ino = fields(entries[rel])
             if mode == MODE_LINK or inodes.get(rel) == ino:
                 continue  # a symlink has no content to write through another name
-            path = os.path.join(self.root, rel)
-            wd = self._add_watch(self._fd, os.fsencode(path), _FILE_MASK)
+            if rel in taken:
+                inodes[rel] = ino  # watched before the walk took this stat data
+                continue
+            path = prefix + rel[cut:].encode(encoding, errors)
+            wd = add(fd, path, _FILE_MASK)
             if wd < 0:
                 self._watch_failed(path)
+                if self.sweep or self.broken:
+                    return False
                 continue
-            self._files.setdefault(wd, set()).add(rel)
+            _add_name(files, wd, rel)
             inodes[rel] = ino
-            if records.signature_at(path) != records.signature(st):  # None (gone) too
-                answer.changed.add(rel)
-        self._recheck_racy_links(answer)
-        answer.files_watched = not self.broken
+            try:
+                st = lstat(path)
+            except OSError:
+                changed.add(rel)  # gone since the walk
+                continue
+            if (
+                st.st_ino != ino
+                or st.st_mtime_ns != mtime
+                or st.st_ctime_ns != ctime
+                or st.st_size != size
+            ):
+                changed.add(rel)
+        return True
 
     def _recheck_racy_links(self, answer: Remembered) -> None:
         """Linked files modified just before the walk are looked at again next time.
@@ -320,7 +422,7 @@ class Watcher:
             if st is not None and now - records.mtime(st) < RACY_WINDOW_NS:
                 answer.changed.add(rel)
 
-    def _watch_failed(self, path: str) -> None:
+    def _watch_failed(self, path: bytes) -> None:
         import ctypes
 
         err = ctypes.get_errno()
@@ -361,6 +463,19 @@ class Watcher:
         if fd >= 0:
             with contextlib.suppress(OSError):
                 os.close(fd)
+
+
+def _add_name(files: dict[int, str | set[str]], wd: int, rel: str) -> None:
+    """Note that watch ``wd`` is on the file named ``rel``: one string a file, a set
+    only for a file with several names here (hard links in the worktree)."""
+    found = files.get(wd)
+    if found is None:
+        files[wd] = rel
+    elif isinstance(found, str):
+        if found != rel:
+            files[wd] = {found, rel}
+    else:
+        found.add(rel)
 
 
 def max_user_watches() -> int:
