@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from benchmarks import procs
+from benchmarks.install import measured_install
 from benchmarks.worktrees import GeneratedWorktree, append_edit, copy_existing, generate, pick
 
 PAUSE_S = 3.0  # the user typing the first prompt after the agent started
@@ -151,6 +152,7 @@ def each_worktree(
     tmp = Path(tempfile.mkdtemp(prefix=prefix))
     runtime = Path(tempfile.mkdtemp(prefix="snb-", dir="/tmp"))
     try:
+        procs.use_install(measured_install(tmp))
         (tmp / "home").mkdir()
         with hermetic(tmp / "home", runtime) as env:
             for i, source in enumerate(sources):

@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -130,12 +129,12 @@ def measure(
         return done
 
     def bare_walk() -> float:
-        done = run([sys.executable, "-c", BARE_WALK, str(wt.root)])
+        done = run([procs.python(), "-c", BARE_WALK, str(wt.root)])
         found["walk"].append(float(done.stdout.split()[0]))
         return done.ms
 
     def watched_walk() -> float:
-        done = run([sys.executable, "-c", BARE_WATCHED_WALK, str(wt.root)])
+        done = run([procs.python(), "-c", BARE_WATCHED_WALK, str(wt.root)])
         return float(done.stdout.split()[0])
 
     def reference() -> float:
@@ -155,8 +154,8 @@ def measure(
     steps: dict[str, Callable[[], float]] = {
         "git_status": lambda: run(["git", "status", "--porcelain"]).ms,
         "reference": reference,
-        "python": lambda: run([sys.executable, "-c", "pass"]).ms,
-        "pygit2": lambda: run([sys.executable, "-c", "import pygit2"]).ms,
+        "python": lambda: run([procs.python(), "-c", "pass"]).ms,
+        "pygit2": lambda: run([procs.python(), "-c", "import pygit2"]).ms,
         "walk_process": bare_walk,
         "watched_walk": watched_walk,
         "capture": lambda: run([*ours, "capture"], quiet).ms,

@@ -51,12 +51,25 @@ class Done:
     timed_out: bool = False  # killed at its time limit
 
 
+_MEASURED: list[str] = []  # the measured install's python (install.py), once made
+
+
+def use_install(python: Path) -> None:
+    """Measure the install whose interpreter is ``python`` (install.py) from now on."""
+    _MEASURED[:] = [str(python)]
+
+
+def python() -> str:
+    """The interpreter every measured process runs: the measured install's, else this one."""
+    return _MEASURED[0] if _MEASURED else sys.executable
+
+
 def snapshotter_cmd() -> list[str]:
-    """The installed console script beside this interpreter, else ``python -m snapshotter``."""
-    script = Path(sys.executable).parent / "snapshotter"
+    """The console script beside the measured interpreter, else ``python -m snapshotter``."""
+    script = Path(python()).parent / "snapshotter"
     if script.is_file() and os.access(script, os.X_OK):
         return [str(script)]
-    return [sys.executable, "-m", "snapshotter"]
+    return [python(), "-m", "snapshotter"]
 
 
 _SPAWNER = r"""

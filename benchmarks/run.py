@@ -49,6 +49,7 @@ from typing import Any, TextIO, TypeVar
 
 from benchmarks import cold_undo, flat_dir, procs
 from benchmarks.first_event import PAUSE_S
+from benchmarks.install import measured_install
 from benchmarks.procs import Done
 from benchmarks.reference import MAX_NEW_FILE_SIZE, ReferenceShadow
 from benchmarks.worktrees import (
@@ -434,7 +435,7 @@ class Bench:
         self.result.add("floor", done.ms, done.rss_kb)
 
     def interpreter(self) -> None:
-        done = procs.run([sys.executable, "-c", "pass"], self.env)
+        done = procs.run([procs.python(), "-c", "pass"], self.env)
         self.result.add("python", done.ms, done.rss_kb)
 
     # First captures ------------------------------------------------------------
@@ -1489,6 +1490,7 @@ def main(argv: list[str] | None = None) -> int:
         Path(parent).mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="snapshotter-bench-", dir=parent)).resolve()
     try:
+        procs.use_install(measured_install(tmp))
         results, floor_mb = measure(opts, tmp)
     finally:
         if ns.keep:

@@ -21,12 +21,12 @@ import json
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 from benchmarks import procs
+from benchmarks.install import measured_install
 from benchmarks.reference import ReferenceShadow
 from benchmarks.run import hermetic, timed
 from benchmarks.worktrees import append_edit, generate, pick
@@ -37,7 +37,7 @@ GC_WAIT_S = 600.0
 
 def hook(data: Path, env: dict[str, str], event: dict[str, str], *args: str) -> float:
     """One ``snapshotter hook`` process; its wall time in ms."""
-    cmd = [sys.executable, "-m", "snapshotter", "--data-dir", str(data), "hook", *args]
+    cmd = [*procs.snapshotter_cmd(), "--data-dir", str(data), "hook", *args]
     ms, done = timed(
         lambda: subprocess.run(
             cmd, input=json.dumps(event).encode(), capture_output=True, env=env, check=False
@@ -74,6 +74,7 @@ def measure(size: int, rounds: int, work: Path) -> dict[str, list[float]]:
     figures: dict[str, list[float]] = {}
     runtime = Path(tempfile.mkdtemp(prefix="snb-", dir="/tmp"))  # the servers' sockets
     try:
+        procs.use_install(measured_install(work))
         with hermetic(home, runtime) as env:
             wt = generate(work / "wt", size, env)
             ref = ReferenceShadow(work / "ref-shadow", wt.root, env)

@@ -226,6 +226,8 @@ def test_runner_measures_every_figure_then_reuses_its_cached_tree(tmp_path: Path
     assert worktrees["200"]["checkpoints"]["recorded"] == 5
     assert all(w["checks"] == [] for w in worktrees.values())
     assert document["targets"]
+    # What was measured is snapshotter as `pip install .` lays it out (install.py).
+    assert Path(document["versions"]["cli"][0]).parent.parent.name == "measured-install"
     # The user's worktree was only read; the temp dir is gone; no hook server is left.
     assert fingerprint(source) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "project", "results.json", "tmp"]
