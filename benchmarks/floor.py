@@ -46,43 +46,21 @@ from benchmarks.reference import ReferenceShadow
 from benchmarks.worktrees import GeneratedWorktree
 
 # The bare walk: every directory listed, every entry lstat'ed; prints its own ms.
-BARE_WALK = """
+# ``{setup}``, ``{watch_dir}`` and ``{watch_file}`` are empty for it; the watched
+# walk below fills them in.
+_WALK = """
 import os, sys, time
-start = time.perf_counter()
-stack, files = [sys.argv[1]], 0
-while stack:
-    with os.scandir(stack.pop()) as entries:
-        for entry in entries:
-            if entry.name == ".git":
-                continue
-            entry.stat(follow_symlinks=False)
-            if entry.is_dir(follow_symlinks=False):
-                stack.append(entry.path)
-            else:
-                files += 1
-print((time.perf_counter() - start) * 1000.0, files)
-"""
-
-# The same walk as the hook server's baseline does it: every directory and every
-# regular file gets an inotify watch of its own before its lstat (what catches a
-# write through a hard link made from outside, watch.py). Prints its own ms.
-BARE_WATCHED_WALK = """
-import ctypes, os, sys, time
-libc = ctypes.CDLL(None, use_errno=True)
-fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
-add = libc.inotify_add_watch
+{setup}
 start = time.perf_counter()
 stack, files = [sys.argv[1]], 0
 while stack:
     path = stack.pop()
-    add(fd, os.fsencode(path), 0xFCE | 0x1000000 | 0x2000000)  # a directory's events (watch._MASK)
-    prefix = os.fsencode(path) + b"/"
+    {watch_dir}
     with os.scandir(path) as entries:
         for entry in entries:
             if entry.name == ".git":
                 continue
-            if entry.is_file(follow_symlinks=False):
-                add(fd, prefix + os.fsencode(entry.name), 0x4 | 0x2000000)  # IN_ATTRIB
+            {watch_file}
             entry.stat(follow_symlinks=False)
             if entry.is_dir(follow_symlinks=False):
                 stack.append(entry.path)
@@ -90,6 +68,22 @@ while stack:
                 files += 1
 print((time.perf_counter() - start) * 1000.0, files)
 """
+BARE_WALK = _WALK.format(setup="", watch_dir="", watch_file="")
+
+# The same walk as the hook server's baseline does it: every directory and every
+# regular file gets an inotify watch of its own before its lstat (what catches a
+# write through a hard link made from outside, watch.py). Prints its own ms.
+BARE_WATCHED_WALK = _WALK.format(
+    setup="import ctypes\n"
+    "libc = ctypes.CDLL(None, use_errno=True)\n"
+    "fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)\n"
+    "add = libc.inotify_add_watch",
+    # a directory's events (watch._MASK); then each regular file's IN_ATTRIB
+    watch_dir="add(fd, os.fsencode(path), 0xFCE | 0x1000000 | 0x2000000); "
+    'prefix = os.fsencode(path) + b"/"',
+    watch_file="if entry.is_file(follow_symlinks=False): "
+    "add(fd, prefix + os.fsencode(entry.name), 0x4 | 0x2000000)",
+)
 
 TOOL: dict[str, object] = {"tool_name": "Bash", "tool_input": {"command": "true"}}
 
