@@ -12,18 +12,6 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
-from snapshotter.cli import (
-    doctor,
-    maintenance,
-    mcp_server,
-    moved,
-    oplog,
-    recording,
-    restoring,
-    review,
-    rewind,
-    setup,
-)
 from snapshotter.cli.context import Ctx
 
 if TYPE_CHECKING:
@@ -34,12 +22,62 @@ class _ClosedPipe(Exception):
     """stdout's reader went away; past click, which would make it exit 1."""
 
 
+# Each command's module, imported when that command runs (or ``--help`` lists them
+# all): a command pays for its own imports only (``list`` none of ``init``'s).
+COMMANDS = {
+    "hook": "recording:hook",
+    "capture": "recording:capture",
+    "list": "review:list_",
+    "show": "review:show",
+    "diff": "review:diff",
+    "undo": "restoring:undo",
+    "redo": "restoring:redo",
+    "reset": "restoring:reset",
+    "checkpoint": "recording:checkpoint_cmd",
+    "restore": "restoring:restore_cmd",
+    "log": "oplog:log",
+    "mcp": "mcp_server:mcp",
+    "rewind": "rewind:rewind",
+    "recover": "moved:recover",
+    "adopt": "moved:adopt",
+    "doctor": "doctor:doctor",
+    "gc": "maintenance:gc",
+    "init": "setup:init",
+    "demo": "setup:demo",
+}
+
+
 class _Group(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in COMMANDS and cmd_name not in self.commands:
+            self.add_command(_load(cmd_name))
+        return super().get_command(ctx, cmd_name)
+
     def invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
         except BrokenPipeError as exc:
             raise _ClosedPipe from exc
+
+
+def _load(name: str) -> click.Command:
+    import importlib
+
+    module, attribute = COMMANDS[name].split(":")
+    command = getattr(importlib.import_module(f"snapshotter.cli.{module}"), attribute)
+    assert isinstance(command, click.Command) and command.name == name, (name, command)
+    return command
+
+
+def load_all() -> dict[str, click.Command]:
+    """Every command, imported (the hook server's warm-up, so a forked command imports
+    nothing; and the tests that read every command's options)."""
+    ctx = click.Context(cli)
+    found = {name: cli.get_command(ctx, name) for name in COMMANDS}
+    return {name: command for name, command in found.items() if command is not None}
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -72,30 +110,6 @@ def cli(ctx: click.Context, data_dir: str | None, start_dir: str | None, verbose
     ctx.obj = Ctx(data_dir, verbose, resident=ctx.obj)
 
 
-for command in (
-    recording.hook,
-    recording.capture,
-    review.list_,
-    review.show,
-    review.diff,
-    restoring.undo,
-    restoring.redo,
-    restoring.reset,
-    recording.checkpoint_cmd,
-    restoring.restore_cmd,
-    oplog.log,
-    mcp_server.mcp,
-    rewind.rewind,
-    moved.recover,
-    moved.adopt,
-    doctor.doctor,
-    maintenance.gc,
-    setup.init,
-    setup.demo,
-):
-    cli.add_command(command)
-
-
 def main(argv: list[str] | None = None, resident: Resident | None = None) -> None:
     """Entry point: the one place errors become exit codes (SPEC §7).
 
@@ -104,7 +118,7 @@ def main(argv: list[str] | None = None, resident: Resident | None = None) -> Non
     """
     args = sys.argv[1:] if argv is None else argv
     # Global options come before the command, so only look there.
-    command_at = next((i for i, a in enumerate(args) if a in cli.commands), len(args))
+    command_at = next((i for i, a in enumerate(args) if a in COMMANDS), len(args))
     verbose = bool({"-v", "--verbose"} & set(args[:command_at]))
     as_json = "--json" in args[command_at:]
     _fit_output_to_the_terminal()

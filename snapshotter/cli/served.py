@@ -250,12 +250,13 @@ def serve(path: str, fds: list[str] | None = None) -> None:
 def _warm_up() -> None:
     """What the served commands import, loaded once here instead of in every child."""
     import snapshotter.cli.diff_render
-    import snapshotter.cli.main
     import snapshotter.cli.output
     import snapshotter.cli.terminal
     import snapshotter.hooks.remote_capture  # noqa: F401
+    from snapshotter.cli.main import load_all
     from snapshotter.engine import load_commands
 
+    load_all()
     load_commands()
 
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
-import subprocess
 import sys
 from collections.abc import Iterator, Mapping
 from typing import IO, Any, Literal
@@ -89,6 +87,8 @@ def _through_pager(command: str, data: bytes, out: IO[bytes]) -> bool:
     env.setdefault("LESS", "FRX")  # as git sets them: colours pass, short output just prints
     env.setdefault("LV", "-c")
     out.flush()
+    import subprocess  # (only where a pager runs: ~5 ms of every command's start-up)
+
     with _ignoring_interrupts():  # Ctrl-C belongs to the pager while it runs (git does this)
         try:
             proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=out.fileno(), env=env)
@@ -104,6 +104,8 @@ def _through_pager(command: str, data: bytes, out: IO[bytes]) -> bool:
 
 @contextlib.contextmanager
 def _ignoring_interrupts() -> Iterator[None]:
+    import signal
+
     try:
         old = signal.signal(signal.SIGINT, signal.SIG_IGN)
     except ValueError:  # not the main thread: leave signals alone

@@ -18,7 +18,6 @@ read one index: ``keep_entries`` has the first keep what the second needs.
 
 from __future__ import annotations
 
-import hashlib
 import struct
 import sys
 import threading
@@ -96,6 +95,8 @@ class IndexFile:
             if len(data) < _HEADER.size + oid_size:
                 return None
             trailer = data[-oid_size:]
+            import hashlib  # (only where the index's checksum is checked)
+
             digest = hashlib.sha1 if oid_size == SHA1_SIZE else hashlib.sha256
             if trailer != bytes(oid_size) and digest(data[:-oid_size]).digest() != trailer:
                 return None  # not what git wrote (index.skipHash leaves the trailer zero)

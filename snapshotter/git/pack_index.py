@@ -13,7 +13,6 @@ a blob. libgit2 tells neither.
 from __future__ import annotations
 
 import array
-import hashlib
 import itertools
 import struct
 import sys
@@ -244,4 +243,6 @@ def encode_index(records: dict[bytes, int], pack_sum: bytes) -> bytes:
             pack_sum,
         )
     )
+    import hashlib  # (only where a pack is written)
+
     return body + hashlib.sha1(body).digest()

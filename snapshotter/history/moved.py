@@ -13,8 +13,6 @@ or touches a ``.git``.
 from __future__ import annotations
 
 import os
-import secrets
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -235,11 +233,13 @@ def _clear_target(target: Path, new: Path) -> None:
             f"{new} already has {mine.checkpoints} checkpoint(s) of its own, which adopt "
             f"would hide; remove its store ({target}) first if they are not needed"
         )
-    aside = target.with_name(f".{target.name}.discarded-{secrets.token_hex(6)}")
+    aside = target.with_name(f".{target.name}.discarded-{os.urandom(6).hex()}")
     try:
         os.rename(target, aside)  # out of every lookup at once, then deleted
     except OSError as exc:
         raise StoreError(f"cannot replace the empty store {target}: {exc.strerror}") from exc
+    import shutil  # (bz2 and lzma with it: only for a store discarded)
+
     shutil.rmtree(aside, ignore_errors=True)
 
 

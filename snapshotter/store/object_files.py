@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -127,6 +126,8 @@ def size(path: Path) -> int:
 def work_dir(store_root: Path) -> Path:
     """A fresh scratch directory of this writer's own: a capture packing its loose
     objects (under the store lock) and a gc writing (without it) never share one."""
+    import tempfile  # (shutil and random with it: only where a work directory is made)
+
     return Path(tempfile.mkdtemp(prefix=f"{WORK}-", dir=store_root))
 
 

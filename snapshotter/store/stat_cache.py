@@ -27,7 +27,6 @@ import contextlib
 import itertools
 import marshal
 import os
-import secrets
 import struct
 import threading
 import zlib
@@ -279,7 +278,7 @@ def _apply(manifest: Manifest, delta: Delta) -> None:
 def save(path: Path, manifest: Manifest, kept: Kept | None = None) -> None:
     """Write ``manifest`` whole as a new base, with an empty log of its own
     (and keep it in ``kept``, a watching process's copies)."""
-    token = secrets.token_bytes(_TOKEN_BYTES)
+    token = os.urandom(_TOKEN_BYTES)  # (secrets' own source, without its imports)
     try:
         durable.settle()  # the blobs and trees it names first (durable.py)
         # On disk before its log names it (a power cut then leaves the old base

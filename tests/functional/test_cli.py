@@ -17,7 +17,7 @@ import click
 import pytest
 from builders import Run, edit_files, make_repo, run_cli_in_process, write
 
-from snapshotter.cli.main import cli
+from snapshotter.cli.main import load_all
 
 TREE_ID = re.compile(r"^[0-9a-f]{40}$")
 SESSION = "sess-1"
@@ -114,7 +114,7 @@ def test_every_subcommand_help_describes_itself_and_its_options(sn: Sn, name: st
     r = sn(name, "--help")
     assert r.code == 0, f"{name} --help must exit 0, got {r.code}: {r.err}"
     assert r.out.startswith(f"Usage: snapshotter {name}"), f"bad usage line: {r.out}"
-    command = cli.commands[name]
+    command = load_all()[name]
     summary = (command.help or "").split("\n")[0].strip()
     assert summary, f"{name} has no help text"
     flat = " ".join(r.out.split())
@@ -126,7 +126,7 @@ def test_every_subcommand_help_describes_itself_and_its_options(sn: Sn, name: st
 
 
 def test_every_spec_command_exists() -> None:
-    missing = set(COMMANDS) - set(cli.commands)
+    missing = set(COMMANDS) - set(load_all())
     assert not missing, f"commands named by SPEC §7 are missing: {missing}"
 
 

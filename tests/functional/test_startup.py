@@ -258,3 +258,35 @@ def test_the_hook_servers_warm_up_before_the_first_event_loads_no_pygit2() -> No
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False", "True", "True"], done.stdout
+
+
+# What a command that changes nothing never needs: the other commands' modules, and
+# standard modules that only writing a pack, hashing, a pager or a temp directory
+# needs (each a few ms of start-up: tempfile and secrets import random, hmac and
+# hashlib; shutil bz2 and lzma; subprocess selectors and more).
+OTHER_COMMANDS = (
+    "snapshotter.cli.setup",
+    "snapshotter.cli.doctor",
+    "snapshotter.cli.mcp_server",
+    "snapshotter.cli.rewind",
+    "snapshotter.cli.moved",
+    "snapshotter.cli.maintenance",
+    "snapshotter.cli.oplog",
+)
+NOT_FOR_LOOKING = ("tempfile", "shutil", "secrets", "subprocess", "hashlib")
+
+
+def test_a_command_loads_only_its_own_module(tmp_path: Path, data_dir: Path) -> None:
+    """cli/main.py imports a command's module when that command runs: `list` and a
+    no-change `capture` load no other command's module, nor what only writing needs."""
+    root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
+    base = {"session_id": "s", "cwd": str(root)}
+    probe(tmp_path, data_dir, {**base, "hook_event_name": "turn_start"})
+    write(root, "a.txt", "changed\n")
+    probe(tmp_path, data_dir, {**base, "hook_event_name": "turn_end"})
+    for command, own in (("list", "snapshotter.cli.review"), ("capture", "recording")):
+        found = cli_probe(tmp_path, root, "--data-dir", str(data_dir), command)
+        modules = found["modules"]
+        assert isinstance(modules, list) and any(own in m for m in modules), modules
+        extra = loaded(modules, (*OTHER_COMMANDS, *NOT_FOR_LOOKING))
+        assert not extra, f"`snapshotter {command}` loaded {extra}"
