@@ -39,6 +39,9 @@ if TYPE_CHECKING:
 
 
 _EMPTY_RAW = bytes.fromhex(EMPTY_TREE)
+# Objects a process reads by hand before it loads libgit2 after all: an undo reads
+# tens; what reads thousands (a reset far back, gc) is faster with libgit2's caches.
+BY_HAND_MAX = 256
 
 
 class ObjectError(StoreError):
@@ -64,13 +67,36 @@ def _whole_id(oid: str | bytes) -> bool:
 
 
 def hash_file(path: str | os.PathLike[str]) -> ObjectId:
-    """The raw blob id of a file's bytes, as git would store them (no filters)."""
+    """The raw blob id of a file's bytes, as git would store them (no filters).
+
+    Hashed here (hashlib) while this process has not loaded libgit2, else by it.
+    """
+    if "pygit2" not in sys.modules:
+        return _hash_file_by_hand(os.fspath(path))
     import pygit2
 
     try:
         return ObjectId(pygit2.hashfile(os.fspath(path)).raw)
     except pygit2.GitError as exc:
         raise ObjectError(f"cannot read {os.fspath(path)}: {exc}") from exc
+
+
+def _hash_file_by_hand(path: str) -> ObjectId:
+    import hashlib
+
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            digest = hashlib.sha1(b"blob %d\0" % size)
+            read = 0
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                digest.update(chunk)
+                read += len(chunk)
+    except OSError as exc:
+        raise ObjectError(f"cannot read {path}: {exc.strerror}") from exc
+    if read != size:  # it changed under us: libgit2 fails so too
+        raise ObjectError(f"cannot read {path}: it changed while it was read")
+    return ObjectId(digest.digest())
 
 
 def hash_bytes(data: bytes) -> ObjectId:
@@ -122,6 +148,7 @@ class ObjectDB:
     def __init__(self, git_dir: Path) -> None:
         self.git_dir = git_dir
         self._repo: pygit2.Repository | None = None
+        self._by_hand_left = BY_HAND_MAX
 
     @property
     def repo(self) -> pygit2.Repository:
@@ -137,6 +164,24 @@ class ObjectDB:
     def reopen(self) -> None:
         """Forget the open repository, so packs written behind libgit2's back are seen."""
         self._repo = None
+
+    def _by_hand(self, oid: bytes) -> tuple[int, bytes] | None:
+        """(type, body) of ``oid`` read without libgit2 (object_reader.py) while this
+        process has not loaded it: an undo without a server reads a few objects, and
+        loading libgit2 costs more than the rest of it. None: ask libgit2 (it is
+        loaded then, the object is absent or not readable here, or this process
+        has read ``BY_HAND_MAX`` already)."""
+        if self._repo is not None or "pygit2" in sys.modules or len(oid) != 20:
+            return None
+        if self._by_hand_left <= 0:
+            return None
+        self._by_hand_left -= 1
+        from snapshotter.git import object_reader
+
+        try:
+            return object_reader.read(self.git_dir / "objects", oid)
+        except object_reader.Unreadable:
+            return None
 
     # -- reading ----------------------------------------------------------
 
@@ -188,6 +233,11 @@ class ObjectDB:
 
     def blob(self, oid: bytes) -> bytes:
         """A blob's bytes."""
+        found = self._by_hand(oid)
+        if found is not None:
+            if found[0] != BLOB:
+                raise ObjectError(f"{oid.hex()} is not a blob")
+            return found[1]
         import pygit2
 
         try:
@@ -226,10 +276,14 @@ class ObjectDB:
         items = kept_trees.get(tree)
         if items is not None and self.has(tree):
             return items
-        try:
-            kind, data = self.repo.odb.read(tree.hex())
-        except (KeyError, ValueError, _git_error()) as exc:
-            raise ObjectError(f"tree {tree.hex()} is missing from the store") from exc
+        found = self._by_hand(tree)
+        if found is not None:
+            kind, data = found
+        else:
+            try:
+                kind, data = self.repo.odb.read(tree.hex())
+            except (KeyError, ValueError, _git_error()) as exc:
+                raise ObjectError(f"tree {tree.hex()} is missing from the store") from exc
         if int(kind) != TREE:
             raise ObjectError(f"{tree.hex()} is not a tree")
         try:
@@ -313,6 +367,9 @@ class ObjectDB:
 
     def read(self, oid: bytes) -> tuple[int, bytes]:
         """(type, inflated bytes) of a stored object."""
+        found = self._by_hand(oid)
+        if found is not None:
+            return found
         try:
             kind, data = self.repo.odb.read(oid.hex())
         except (KeyError, ValueError, _git_error()) as exc:

@@ -18,7 +18,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from builders import make_repo, wait_for, write
+from builders import git, make_repo, wait_for, write
 
 from snapshotter.engine import Engine
 
@@ -290,3 +290,35 @@ def test_a_command_loads_only_its_own_module(tmp_path: Path, data_dir: Path) -> 
         assert isinstance(modules, list) and any(own in m for m in modules), modules
         extra = loaded(modules, (*OTHER_COMMANDS, *NOT_FOR_LOOKING))
         assert not extra, f"`snapshotter {command}` loaded {extra}"
+
+
+def test_undo_and_redo_without_a_server_load_no_libgit2(tmp_path: Path, data_dir: Path) -> None:
+    """They read a few trees and blobs (git/object_reader.py), which costs less than
+    loading libgit2 (~85 ms): the worktree still comes back byte for byte."""
+    root = make_repo(tmp_path / "r", {"a.txt": "a\n", "d/b.txt": "b\n"})
+    base = {"session_id": "s", "cwd": str(root)}
+    probe(tmp_path, data_dir, {**base, "hook_event_name": "turn_start"})
+    write(root, "a.txt", "changed\n")
+    write(root, "d/new.txt", "new\n")
+    probe(tmp_path, data_dir, {**base, "hook_event_name": "turn_end"})
+    objects = next((data_dir / "snapshot").iterdir()) / "git" / "objects"
+    listed = git(
+        root,
+        "--git-dir",
+        str(objects.parent),
+        "cat-file",
+        "--batch-all-objects",
+        "--batch-check=%(objectname)",
+    )
+    subprocess.run(  # packed (and none left loose): what reads them is the pack reader
+        ["git", "--git-dir", str(objects.parent), "pack-objects", "-q", str(objects / "pack/pack")],
+        input=listed.encode(),
+        check=True,
+        capture_output=True,
+    )
+    git(root, "--git-dir", str(objects.parent), "prune-packed")
+    for command, a, new in (("undo", b"a\n", False), ("redo", b"changed\n", True)):
+        found = cli_probe(tmp_path, root, "--data-dir", str(data_dir), command)
+        assert f"{command.rstrip('o')}" in str(found["out"]), found["out"]
+        assert not loaded(found["modules"], ("pygit2",)), f"`{command}` loaded libgit2"
+        assert (root / "a.txt").read_bytes() == a and (root / "d/new.txt").exists() == new
