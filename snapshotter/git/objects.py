@@ -319,23 +319,23 @@ class ObjectDB:
 
     def files_under(self, tree: str, directory: str) -> list[str]:
         """Every file path below ``directory`` in ``tree`` (none if not a directory there)."""
-        import pygit2
-
         try:
-            root = self._tree(tree)
-            top: object = self.repo[root[directory].id] if directory else root
+            node = self.tree_items(bytes.fromhex(tree))
+            for part in directory.split("/") if directory else ():
+                mode, oid = node[os.fsencode(part)]
+                if mode != MODE_TREE:
+                    return []
+                node = self.tree_items(oid)
         except (KeyError, ValueError, ObjectError):
             return []
         found: list[str] = []
-        pending: list[tuple[str, object]] = [(directory, top)]
+        pending = [(directory, node)]
         while pending:  # a loop, not recursion: trees may be thousands deep
-            prefix, node = pending.pop()
-            if not isinstance(node, pygit2.Tree):
-                continue
-            for child in node:
-                rel = f"{prefix}/{child.name}" if prefix else str(child.name)
-                if int(child.filemode) == MODE_TREE:
-                    pending.append((rel, self.repo[child.id]))
+            prefix, items = pending.pop()
+            for name, (mode, oid) in items.items():
+                rel = f"{prefix}/{os.fsdecode(name)}" if prefix else os.fsdecode(name)
+                if mode == MODE_TREE:
+                    pending.append((rel, self.tree_items(oid)))
                 else:
                     found.append(rel)
         return sorted(found)
