@@ -13,17 +13,14 @@ so what comes back is exactly what libgit2 would give, or nothing.
 from __future__ import annotations
 
 import os
-import struct
 import zlib
 from pathlib import Path
-from typing import BinaryIO
 
 from snapshotter.git import varint
 from snapshotter.git.kinds import KIND_NAMES, OFS_DELTA, REF_DELTA
 from snapshotter.git.loose import loose_name
-from snapshotter.git.pack_index import MAGIC
+from snapshotter.git.pack_index import offset_of
 
-_HEAD = 8 + 256 * 4  # an index's magic, version and fan-out table
 _ENTRY_READ = 4096  # bytes read at an entry: its header and, mostly, all of a small object
 _CHAIN_MAX = 10_000  # delta bases followed for one object at most
 _KINDS = {name: kind for kind, name in KIND_NAMES.items()}
@@ -35,7 +32,8 @@ class Unreadable(Exception):
 
 def read(objects: Path, oid: bytes) -> tuple[int, bytes] | None:
     """(type, body) of object ``oid`` (20 raw bytes) in ``objects/``, checked against
-    its id; None where it is in neither a loose file nor a pack (then it is absent).
+    its id; None where no loose file and no pack index here lists it (it is absent,
+    or in what only libgit2 reads).
 
     Raises Unreadable where it is there but cannot be read here.
     """
@@ -83,48 +81,10 @@ def _packed(objects: Path, oid: bytes) -> tuple[int, bytes] | None:
         if not name.endswith(".idx"):
             continue
         pack = pack_dir / (name[: -len(".idx")] + ".pack")
-        offset = _offset(pack_dir / name, oid)
+        offset = offset_of(pack_dir / name, oid)  # (an index it cannot read: libgit2 may)
         if offset is not None:
             return _Pack(pack, pack_dir / name).object(offset)
     return None
-
-
-def _offset(index: Path, oid: bytes) -> int | None:
-    """Where ``oid`` starts in the pack of this v2 index (a binary search on disk);
-    None when it does not list it. Unreadable when the index is not one we read."""
-    try:
-        with open(index, "rb") as f:
-            head = f.read(_HEAD)
-            if len(head) < _HEAD or head[:4] != MAGIC or head[4:8] != b"\0\0\0\2":
-                raise Unreadable(f"{index} is not a version 2 pack index")
-            fanout = struct.unpack_from(">256I", head, 8)
-            count = fanout[-1]
-            lo = fanout[oid[0] - 1] if oid[0] else 0
-            hi = fanout[oid[0]]
-            while lo < hi:
-                mid = (lo + hi) // 2
-                f.seek(_HEAD + 20 * mid)
-                probe = f.read(20)
-                if probe < oid:
-                    lo = mid + 1
-                elif probe > oid:
-                    hi = mid
-                else:
-                    return _offset_at(f, count, mid)
-    except (OSError, struct.error) as exc:
-        raise Unreadable(f"{index}: {exc}") from exc
-    return None
-
-
-def _offset_at(f: BinaryIO, count: int, position: int) -> int:
-    """The pack offset of the index's ``position``-th name (large offsets followed)."""
-    f.seek(_HEAD + 24 * count + 4 * position)  # past the names and the CRCs
-    (small,) = struct.unpack(">I", f.read(4))
-    if not small & 0x80000000:
-        return int(small)
-    f.seek(_HEAD + 28 * count + 8 * (small & 0x7FFFFFFF))
-    (large,) = struct.unpack(">Q", f.read(8))
-    return int(large)
 
 
 class _Pack:
@@ -169,7 +129,7 @@ class _Pack:
                 raise ValueError("a delta's base outside the pack")
             base = offset - distance
         elif kind == REF_DELTA:
-            found = _offset(self.index, raw[pos : pos + 20])
+            found = offset_of(self.index, raw[pos : pos + 20])
             if found is None:
                 raise Unreadable("a delta's base in another pack")
             base, pos = found, pos + 20
