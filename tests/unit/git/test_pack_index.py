@@ -14,7 +14,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from snapshotter.git.pack_index import encode_index, holds, read_pack_index
+from snapshotter.git.pack_index import encode_index, holds, offset_of, read_pack_index
 
 PACK_SUM = bytes(range(20))
 
@@ -126,3 +126,13 @@ def test_holds_searches_the_index_on_disk(tmp_path: Path) -> None:
     assert not holds(path, max(records))
     path.write_bytes(b"not an index")
     assert not holds(path, oid(1))
+
+
+def test_offset_of_finds_each_entry_on_disk_large_offsets_too(tmp_path: Path) -> None:
+    records = {oid(n): (n * 1000 + (2**31 if n % 3 == 0 else 0)) << 32 for n in range(1, 200)}
+    path = written(tmp_path, records)
+    for n in range(1, 400):
+        want = records[oid(n)] >> 32 if oid(n) in records else None
+        assert offset_of(path, oid(n)) == want, n
+    path.write_bytes(b"not an index")
+    assert offset_of(path, oid(1)) is None
