@@ -19,7 +19,7 @@ from pathlib import Path
 from snapshotter.git import varint
 from snapshotter.git.kinds import KIND_NAMES, OFS_DELTA, REF_DELTA
 from snapshotter.git.loose import loose_name
-from snapshotter.git.pack_index import offset_of
+from snapshotter.git.pack_index import PackIndex, offset_at, read_pack_index
 
 _ENTRY_READ = 4096  # bytes read at an entry: its header and, mostly, all of a small object
 _CHAIN_MAX = 10_000  # delta bases followed for one object at most
@@ -78,13 +78,35 @@ def _packed(objects: Path, oid: bytes) -> tuple[int, bytes] | None:
     except OSError as exc:
         raise Unreadable(f"{pack_dir}: {exc.strerror}") from exc
     for name in names:
-        if not name.endswith(".idx"):
-            continue
-        pack = pack_dir / (name[: -len(".idx")] + ".pack")
-        offset = offset_of(pack_dir / name, oid)  # (an index it cannot read: libgit2 may)
-        if offset is not None:
-            return _Pack(pack, pack_dir / name).object(offset)
+        if name.endswith(".idx"):
+            index = pack_dir / name
+            offset = _offset(index, oid)
+            if offset is not None:
+                return _Pack(index.with_suffix(".pack"), index).object(offset)
     return None
+
+
+# Each pack index's names, read once a process (a store holds a few packs, one of
+# them the source's, of up to millions of names) and kept while the file is the same.
+_names: dict[Path, tuple[tuple[int, int, int], PackIndex | None]] = {}
+
+
+def _offset(index: Path, oid: bytes) -> int | None:
+    """Where ``oid`` starts in the pack of ``index``; None where that index does not
+    list it (or is not one this reads: libgit2 is asked then)."""
+    try:
+        st = os.stat(index)
+    except OSError:
+        return None
+    key = (st.st_ino, st.st_size, st.st_mtime_ns)
+    kept = _names.get(index)
+    if kept is None or kept[0] != key:
+        kept = _names[index] = (key, read_pack_index(index))
+    names = kept[1]
+    position = None if names is None else names.position(oid)
+    if names is None or position is None:
+        return None
+    return offset_at(index, len(names), position)
 
 
 class _Pack:
@@ -129,7 +151,7 @@ class _Pack:
                 raise ValueError("a delta's base outside the pack")
             base = offset - distance
         elif kind == REF_DELTA:
-            found = offset_of(self.index, raw[pos : pos + 20])
+            found = _offset(self.index, raw[pos : pos + 20])
             if found is None:
                 raise Unreadable("a delta's base in another pack")
             base, pos = found, pos + 20

@@ -18,7 +18,6 @@ import struct
 import sys
 from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
-from typing import BinaryIO
 
 MAGIC = b"\377tOc"
 _FANOUT = struct.Struct(">256I")
@@ -116,24 +115,13 @@ def holds(path: Path, oid: bytes) -> bool:
     """Whether the v2 ``.idx`` file at ``path`` lists ``oid`` (20 bytes), found by a
     binary search of its names on disk: a few reads, at any index size. False
     for an index that is damaged or of another version, as libgit2 skips it."""
-    return _on_disk(path, oid, offset=False) is not None
-
-
-def offset_of(path: Path, oid: bytes) -> int | None:
-    """Where ``oid`` starts in the pack whose v2 index is at ``path``, found on disk as
-    ``holds`` finds it; None where ``holds`` says False."""
-    return _on_disk(path, oid, offset=True)
-
-
-def _on_disk(path: Path, oid: bytes, *, offset: bool) -> int | None:
-    """The position of ``oid`` among the index's names (``offset``: its pack offset)."""
     if len(oid) != 20:
-        return None
+        return False
     try:
         with open(path, "rb") as f:
             fanout = _fanout(f.read(_HEAD))
             if fanout is None:
-                return None
+                return False
             lo = fanout[oid[0] - 1] if oid[0] else 0
             hi = fanout[oid[0]]
             while lo < hi:
@@ -141,28 +129,35 @@ def _on_disk(path: Path, oid: bytes, *, offset: bool) -> int | None:
                 f.seek(_HEAD + 20 * mid)
                 probe = f.read(20)
                 if len(probe) != 20:
-                    return None  # cut short
+                    return False  # cut short
                 if probe < oid:
                     lo = mid + 1
                 elif probe > oid:
                     hi = mid
                 else:
-                    return _offset_at(f, fanout[-1], mid) if offset else mid
+                    return True
+    except OSError:
+        return False
+    return False
+
+
+def offset_at(path: Path, count: int, position: int) -> int | None:
+    """Where the ``position``-th of the ``count`` names of the index at ``path`` (as
+    ``read_pack_index`` read it) starts in its pack; None when it cannot be read.
+
+    Past the names and the CRCs; an offset with the high bit set indexes the
+    table of 8-byte offsets after them."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(_HEAD + 24 * count + 4 * position)
+            (small,) = struct.unpack(">I", f.read(4))
+            if not small & _LARGE:
+                return int(small)
+            f.seek(_HEAD + 28 * count + 8 * (small & ~_LARGE))
+            (large,) = struct.unpack(">Q", f.read(8))
+            return int(large)
     except (OSError, struct.error):
         return None
-    return None
-
-
-def _offset_at(f: BinaryIO, count: int, position: int) -> int:
-    """The pack offset of the ``position``-th name (past the names and the CRCs; an
-    offset with the high bit set indexes the table of 8-byte ones after them)."""
-    f.seek(_HEAD + 24 * count + 4 * position)
-    (small,) = struct.unpack(">I", f.read(4))
-    if not small & _LARGE:
-        return int(small)
-    f.seek(_HEAD + 28 * count + 8 * (small & ~_LARGE))
-    (large,) = struct.unpack(">Q", f.read(8))
-    return int(large)
 
 
 def _fanout(head: bytes) -> tuple[int, ...] | None:

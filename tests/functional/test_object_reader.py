@@ -135,3 +135,19 @@ def test_a_delta_copies_64k_where_it_names_no_size() -> None:
         object_reader._apply(base, delta[:6] + b"\0")
     with pytest.raises(ValueError, match="another size"):
         object_reader._apply(base[1:], delta)
+
+
+def test_objects_spread_over_packs_read_as_libgit2_reads_them(tmp_path: Path) -> None:
+    """Packs added one by one (a store gets one a turn), then all replaced by one:
+    the names each index had, kept by the reader, follow the files."""
+    root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
+    for n in range(3):
+        write(root, f"f{n}.txt", f"file {n}\n" * 50)
+        git(root, "add", "-A")
+        git(root, "commit", "-q", "-m", f"c{n}")
+        git(root, "repack", "-dq")  # the new loose objects as one more pack
+    assert len(list((root / ".git" / "objects" / "pack").glob("*.idx"))) == 3
+    assert _same_as_libgit2(root) > 10
+    git(root, "repack", "-adfq")
+    assert len(list((root / ".git" / "objects" / "pack").glob("*.idx"))) == 1
+    assert _same_as_libgit2(root) > 10

@@ -14,7 +14,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from snapshotter.git.pack_index import encode_index, holds, offset_of, read_pack_index
+from snapshotter.git.pack_index import encode_index, holds, offset_at, read_pack_index
 
 PACK_SUM = bytes(range(20))
 
@@ -128,11 +128,14 @@ def test_holds_searches_the_index_on_disk(tmp_path: Path) -> None:
     assert not holds(path, oid(1))
 
 
-def test_offset_of_finds_each_entry_on_disk_large_offsets_too(tmp_path: Path) -> None:
+def test_offset_at_reads_each_entrys_offset_large_ones_too(tmp_path: Path) -> None:
     records = {oid(n): (n * 1000 + (2**31 if n % 3 == 0 else 0)) << 32 for n in range(1, 200)}
     path = written(tmp_path, records)
-    for n in range(1, 400):
-        want = records[oid(n)] >> 32 if oid(n) in records else None
-        assert offset_of(path, oid(n)) == want, n
-    path.write_bytes(b"not an index")
-    assert offset_of(path, oid(1)) is None
+    index = read_pack_index(path)
+    assert index is not None
+    for held in records:
+        position = index.position(held)
+        assert position is not None
+        assert offset_at(path, len(index), position) == records[held] >> 32
+    path.write_bytes(b"cut")
+    assert offset_at(path, len(index), 5) is None
