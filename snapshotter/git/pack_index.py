@@ -115,13 +115,19 @@ def holds(path: Path, oid: bytes) -> bool:
     """Whether the v2 ``.idx`` file at ``path`` lists ``oid`` (20 bytes), found by a
     binary search of its names on disk: a few reads, at any index size. False
     for an index that is damaged or of another version, as libgit2 skips it."""
+    return find_on_disk(path, oid) is not None
+
+
+def find_on_disk(path: Path, oid: bytes) -> tuple[int, int] | None:
+    """(how many names, the position of ``oid`` among them) in the index at ``path``,
+    searched on disk as ``holds`` does; None where ``holds`` says False."""
     if len(oid) != 20:
-        return False
+        return None
     try:
         with open(path, "rb") as f:
             fanout = _fanout(f.read(_HEAD))
             if fanout is None:
-                return False
+                return None
             lo = fanout[oid[0] - 1] if oid[0] else 0
             hi = fanout[oid[0]]
             while lo < hi:
@@ -129,16 +135,16 @@ def holds(path: Path, oid: bytes) -> bool:
                 f.seek(_HEAD + 20 * mid)
                 probe = f.read(20)
                 if len(probe) != 20:
-                    return False  # cut short
+                    return None  # cut short
                 if probe < oid:
                     lo = mid + 1
                 elif probe > oid:
                     hi = mid
                 else:
-                    return True
+                    return fanout[-1], mid
     except OSError:
-        return False
-    return False
+        return None
+    return None
 
 
 def offset_at(path: Path, count: int, position: int) -> int | None:

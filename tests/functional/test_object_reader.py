@@ -151,3 +151,15 @@ def test_objects_spread_over_packs_read_as_libgit2_reads_them(tmp_path: Path) ->
     git(root, "repack", "-adfq")
     assert len(list((root / ".git" / "objects" / "pack").glob("*.idx"))) == 1
     assert _same_as_libgit2(root) > 10
+
+
+def test_a_big_pack_index_is_searched_on_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where an index is too big to keep its names (the source's), the same objects."""
+    monkeypatch.setattr(object_reader, "_KEEP_NAMES_UP_TO", 0)
+    root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
+    _history(root)
+    git(root, "repack", "-adq")
+    git(root, "prune-packed")
+    assert _same_as_libgit2(root) > 50
