@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Collection, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING
 from snapshotter import durable
 from snapshotter.errors import StoreError
 from snapshotter.git import kept_trees
+from snapshotter.git.held import Held, as_pack
 from snapshotter.git.kept_trees import Items
 from snapshotter.git.kinds import (
     BLOB,
@@ -122,6 +124,7 @@ class ObjectDB:
     def __init__(self, git_dir: Path) -> None:
         self.git_dir = git_dir
         self._repo: pygit2.Repository | None = None
+        self._held: Held | None = None  # objects written meanwhile, not yet on disk (held.py)
 
     @property
     def repo(self) -> pygit2.Repository:
@@ -138,6 +141,30 @@ class ObjectDB:
         """Forget the open repository, so packs written behind libgit2's back are seen."""
         self._repo = None
 
+    @contextmanager
+    def held(self) -> Iterator[Held]:
+        """Objects written meanwhile are held in memory (``has`` and ``read`` see them) and
+        written together when the block ends: one pack if there are enough (held.py).
+
+        For the thread that holds the store lock (a capture). The block's end is
+        before anything can name them; if the block raises they are dropped.
+        ``Held.loose`` then says how many were written loose.
+        """
+        held = self._held = Held()
+        try:
+            yield held
+        finally:
+            self._held = None
+        if as_pack(self.git_dir / "objects" / "pack", held):
+            from snapshotter.git.packs import write_pack
+
+            objects = ((oid, kind, data) for oid, (kind, data) in held.objects.items())
+            write_pack(self.git_dir / "objects" / "pack", objects, tree_level=0)
+            return  # libgit2 finds the new pack on its first miss (it rescans then)
+        for oid, (kind, data) in held.objects.items():
+            self.write(kind, data, oid)
+        held.loose = len(held.objects)
+
     # -- reading ----------------------------------------------------------
 
     def has(self, oid: str | bytes) -> bool:
@@ -148,6 +175,8 @@ class ObjectDB:
         the packs once, where ``stored`` lists and searches them on every call (a
         served undo asks ~40 times, a kept tree's every hit included).
         """
+        if self._held is not None and self._held.get(oid) is not None:
+            return True
         if self._repo is None and _whole_id(oid) and "pygit2" not in sys.modules:
             from snapshotter.git.loose import stored
 
@@ -166,6 +195,8 @@ class ObjectDB:
         """(type, size) of a stored object without inflating it; None when absent."""
         import pygit2
 
+        if self._held is not None and (held := self._held.get(oid)) is not None:
+            return held[0], len(held[1])
         try:
             kind, size = self.repo.odb.read_header(pygit2.Oid(raw=oid))
         except (KeyError, ValueError, pygit2.GitError):
@@ -190,6 +221,8 @@ class ObjectDB:
         """A blob's bytes."""
         import pygit2
 
+        if self._held is not None and (held := self._held.get(oid)) is not None:
+            return held[1]
         try:
             obj = self.repo[pygit2.Oid(raw=oid)]
         except (KeyError, ValueError, pygit2.GitError) as exc:
@@ -227,8 +260,8 @@ class ObjectDB:
         if items is not None and self.has(tree):
             return items
         try:
-            kind, data = self.repo.odb.read(tree.hex())
-        except (KeyError, ValueError, _git_error()) as exc:
+            kind, data = self.read(tree)
+        except ObjectError as exc:
             raise ObjectError(f"tree {tree.hex()} is missing from the store") from exc
         if int(kind) != TREE:
             raise ObjectError(f"{tree.hex()} is not a tree")
@@ -313,6 +346,8 @@ class ObjectDB:
 
     def read(self, oid: bytes) -> tuple[int, bytes]:
         """(type, inflated bytes) of a stored object."""
+        if self._held is not None and (held := self._held.get(oid)) is not None:
+            return held
         try:
             kind, data = self.repo.odb.read(oid.hex())
         except (KeyError, ValueError, _git_error()) as exc:
@@ -322,8 +357,12 @@ class ObjectDB:
     def write(self, kind: int, data: bytes, oid: bytes) -> None:
         """Store an object whose id the caller computed (and found absent).
 
-        libgit2 writes it loose, unsynced (durable.py: the next settle syncs it).
+        libgit2 writes it loose, unsynced (durable.py: the next settle syncs it);
+        inside ``held`` it is kept for the block's end.
         """
+        if self._held is not None:
+            self._held.objects[oid] = (kind, data)
+            return
         try:
             if kind == BLOB:
                 self.repo.create_blob(data)
