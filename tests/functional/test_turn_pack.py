@@ -83,5 +83,5 @@ def test_a_one_file_turn_stays_loose(served: Engine, root: Path) -> None:
     edit_files(root, {"d0/sub/f0.txt": "one\n"})
     served.capture()
     loose_after, packs_after = _objects(served)
-    assert packs_after == packs
+    assert packs_after == packs, (sorted(packs), sorted(packs_after))
     assert len(loose_after - loose) == 4, "the blob and the 3 trees above it"

@@ -15,6 +15,7 @@ from snapshotter.git import objects, trees
 from snapshotter.git.held import MAX_PACKS, PACK_FROM
 from snapshotter.git.kinds import BLOB, MODE_FILE, TREE
 from snapshotter.git.objects import ObjectDB, ObjectError
+from snapshotter.git.packs import object_id
 
 
 @pytest.fixture
@@ -122,3 +123,28 @@ def test_a_failed_block_writes_nothing(db: ObjectDB) -> None:
     # And writes after the block are written at once again.
     db.write(BLOB, data, oid)
     assert len(_loose(db)) == 1
+
+
+@pytest.mark.parametrize("count", [0, PACK_FROM], ids=["loose", "packed"])
+@pytest.mark.parametrize("kind", [BLOB, TREE], ids=["blob", "tree"])
+def test_a_stored_object_is_never_written_again(db: ObjectDB, count: int, kind: int) -> None:
+    """Whichever way the block ends, a stored object's file is left alone (libgit2
+    would touch a file seeding hard-linked from the source repository, #12.4); and
+    a stored blob is not copied into the pack (a racy file read again)."""
+    data = trees.tree_bytes({b"f": (MODE_FILE, bytes(20))}) if kind == TREE else b"stored\n"
+    oid = object_id(kind, data)
+    db.put(kind, data, oid)
+    (path,) = _loose(db)
+    stored = db.git_dir / "objects" / path
+    os.utime(stored, ns=(10**9, 10**9))
+    with db.held() as held:
+        db.put(kind, data, oid)
+        for i in range(count):  # new ones beside it
+            more = b"new %d\n" % i
+            db.put(BLOB, more, objects.hash_bytes(more))
+    assert stored.stat().st_mtime_ns == 10**9, "the stored object was written again"
+    assert held.loose == 0, "nothing went loose: stored already, or packed"
+    assert db.read(oid) == (kind, data)
+    if kind == BLOB and count:
+        whole, _damaged = objects.read_from_packs(db.git_dir / "objects", [oid])
+        assert not whole, "a stored blob was copied into the pack"
