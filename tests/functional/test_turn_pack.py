@@ -26,15 +26,15 @@ FILES = {f"d{i}/sub/f{i}.txt": f"file {i}\n" for i in range(12)}
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
-    found = make_repo(tmp_path / "r", FILES)
-    if watch.filesystem_type(found) not in watch.LOCAL_FILESYSTEMS:
-        pytest.skip(f"{found} is not on a local filesystem")
-    return found
+    return make_repo(tmp_path / "r", FILES)
 
 
 @pytest.fixture
 def served(root: Path, data_dir: Path) -> Iterator[Engine]:
-    """An engine as the hook server opens it (its watcher on), its baseline taken."""
+    """An engine as the hook server opens it (its watcher on), its baseline taken:
+    its captures after an edit are the O(changes) kind, which hold their objects."""
+    if watch.filesystem_type(root) not in watch.LOCAL_FILESYSTEMS:
+        pytest.skip(f"{root} is not on a local filesystem: nothing watches it")
     with Resident() as resident:
         engine = open_engine(root, data_dir, resident=resident)
         engine.capture()
