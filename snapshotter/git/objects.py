@@ -121,10 +121,11 @@ def init_bare(git_dir: Path) -> None:
 class ObjectDB:
     """The objects of one bare repository, opened on first use."""
 
+    _held: Held | None = None  # objects written meanwhile, not yet on disk (``held``)
+
     def __init__(self, git_dir: Path) -> None:
         self.git_dir = git_dir
         self._repo: pygit2.Repository | None = None
-        self._held: Held | None = None  # objects written meanwhile, not yet on disk (held.py)
 
     @property
     def repo(self) -> pygit2.Repository:
@@ -140,31 +141,6 @@ class ObjectDB:
     def reopen(self) -> None:
         """Forget the open repository, so packs written behind libgit2's back are seen."""
         self._repo = None
-
-    @contextmanager
-    def held(self) -> Iterator[Held]:
-        """Objects written meanwhile are held in memory (``has`` and ``read`` see them) and
-        written together when the block ends: one pack if there are enough (held.py).
-
-        For the thread that holds the store lock (a capture). The block's end is
-        before anything can name them; if the block raises they are dropped.
-        ``Held.loose`` then says how many were written loose.
-        """
-        held = self._held = Held()
-        try:
-            yield held
-        finally:
-            self._held = None
-        if as_pack(self.git_dir / "objects" / "pack", held):
-            from snapshotter.git.packs import write_pack
-
-            objects = ((oid, kind, data) for oid, (kind, data) in held.objects.items())
-            write_pack(self.git_dir / "objects" / "pack", objects, tree_level=0)
-            return  # libgit2 finds the new pack on its first miss (it rescans then)
-        for oid, (kind, data) in held.objects.items():
-            if not self.has(oid):  # (``put`` held it without a look: see there)
-                self.write(kind, data, oid)
-                held.loose += 1
 
     # -- reading ----------------------------------------------------------
 
@@ -257,12 +233,14 @@ class ObjectDB:
         """
         if tree == _EMPTY_RAW:
             return kept_trees.EMPTY
+        if self._held is not None and (held := self._held.get(tree)) is not None:
+            return kept_trees.parse(held[1], len(tree))  # written at the block's end
         items = kept_trees.get(tree)
         if items is not None and self.has(tree):
             return items
         try:
-            kind, data = self.read(tree)
-        except ObjectError as exc:
+            kind, data = self.repo.odb.read(tree.hex())
+        except (KeyError, ValueError, _git_error()) as exc:
             raise ObjectError(f"tree {tree.hex()} is missing from the store") from exc
         if int(kind) != TREE:
             raise ObjectError(f"{tree.hex()} is not a tree")
@@ -347,13 +325,38 @@ class ObjectDB:
 
     def read(self, oid: bytes) -> tuple[int, bytes]:
         """(type, inflated bytes) of a stored object."""
-        if self._held is not None and (held := self._held.get(oid)) is not None:
-            return held
         try:
             kind, data = self.repo.odb.read(oid.hex())
         except (KeyError, ValueError, _git_error()) as exc:
+            if self._held is not None and (held := self._held.get(oid)) is not None:
+                return held  # not on disk before the held block's end
             raise ObjectError(f"object {oid.hex()} is missing from the store: {exc}") from exc
         return int(kind), bytes(data)
+
+    @contextmanager
+    def held(self) -> Iterator[Held]:
+        """Objects written meanwhile are held in memory (``has`` and ``read`` see them) and
+        written together when the block ends: one pack if there are enough (held.py).
+
+        For the thread that holds the store lock (a capture). The block's end is
+        before anything can name them; if the block raises they are dropped.
+        ``Held.loose`` then says how many were written loose.
+        """
+        held = self._held = Held()
+        try:
+            yield held
+        finally:
+            self._held = None
+        if as_pack(self.git_dir / "objects" / "pack", held):
+            from snapshotter.git.packs import write_pack
+
+            objects = ((oid, kind, data) for oid, (kind, data) in held.objects.items())
+            write_pack(self.git_dir / "objects" / "pack", objects, tree_level=0)
+            return  # libgit2 finds the new pack on its first miss (it rescans then)
+        for oid, (kind, data) in held.objects.items():
+            if not self.has(oid):  # (``put`` held it without a look: see there)
+                self.write(kind, data, oid)
+                held.loose += 1
 
     def put(self, kind: int, data: bytes, oid: bytes) -> None:
         """Store an object whose id the caller computed, unless the store has it: a
