@@ -21,7 +21,7 @@ from pathlib import Path
 from snapshotter import durable
 from snapshotter.fileio import remove_leftovers, temp_name
 from snapshotter.git import varint
-from snapshotter.git.kinds import KIND_NAMES, OFS_DELTA, REF_DELTA, ObjectId
+from snapshotter.git.kinds import KIND_NAMES, OFS_DELTA, REF_DELTA, TREE, ObjectId
 from snapshotter.git.pack_index import encode_index, read_pack_index
 
 # Loose objects enough to be worth a pack of their own (about 40 one-file
@@ -41,18 +41,25 @@ def object_id(kind: int, data: bytes) -> ObjectId:
 
 
 def write_pack(
-    pack_dir: Path, objects: Iterable[tuple[bytes, int, bytes]], *, level: int = 1
+    pack_dir: Path,
+    objects: Iterable[tuple[bytes, int, bytes]],
+    *,
+    level: int = 1,
+    tree_level: int | None = None,
 ) -> int:
     """Write ``(oid, kind, data)`` objects as one pack; returns how many were written.
 
     ``level`` is zlib's: 0 stores the bytes as they are (still a zlib stream
-    git reads), for data that hardly compresses.
+    git reads), for data that hardly compresses; ``tree_level``, if given, is
+    the trees' (mostly 20-byte ids).
     """
     out = _PackOut(pack_dir)
     try:
         for oid, kind, data in objects:
             if oid not in out:
-                out.add(oid, kind, data, level)
+                out.add(
+                    oid, kind, data, level if tree_level is None or kind != TREE else tree_level
+                )
         return out.finish()
     finally:
         out.discard()

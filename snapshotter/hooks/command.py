@@ -9,7 +9,6 @@ for what a runtime sent (#26.6), and some runtimes show stderr to the user.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 
@@ -246,6 +245,7 @@ def _unknown(data_dir: Path, event: str, data: dict[str, object]) -> None:
 
     if event in known_ignored():
         return
+    import contextlib
     import json
     import time
 

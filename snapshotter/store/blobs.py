@@ -37,8 +37,7 @@ def put(objects: ObjectDB, kind: int, data: bytes) -> ObjectId:
     by seeding is the source repository's own file (#12.4).
     """
     oid = packwriter.object_id(kind, data)
-    if not objects.has(oid):
-        objects.write(kind, data, oid)
+    objects.put(kind, data, oid)
     return oid
 
 

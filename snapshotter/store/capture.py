@@ -275,23 +275,26 @@ class Snapshot:
             elif not stat_cache.unchanged(prior, st):
                 stale.append((rel, records.unpacked(st), prior))
         hashed: dict[str, stat_cache.Entry] = {}
-        changed, written = self._hash_stale(stale, hashed)
-        self._share(hashed, whole=False)
-        removed += [rel for rel, _st, prior in stale if rel not in hashed and prior is not None]
-        edits: dict[str, tuple[int, bytes] | None] = {rel: None for rel in removed}
-        edits.update((rel, records.mode_and_id(entry)) for rel, entry in changed.items())
-        tree, trees, trees_removed, trees_written = old.tree or "", {}, [], 0
-        if edits:
-            store = self.store
-            ids = treebuild.edit_ids(
-                tree, edits, store.tree_items, store.put_tree, store.objects.keep_tree
-            )
-            if ids[""] is None:
-                ids[""] = store.put(TREE, b"")  # nothing left: the empty tree, stored
-            trees = {d: oid for d, oid in ids.items() if oid is not None}
-            trees_removed = [d for d, oid in ids.items() if oid is None]
-            tree, trees_written = trees[""].hex(), len(trees)
-        loose = self._pack_if_many(old.loose + written + trees_written)
+        store = self.store
+        tree, trees, trees_removed = old.tree or "", {}, []
+        # The new blobs and trees are written together at the block's end: one pack
+        # when there are enough (git/held.py), before ``_record`` names them.
+        with store.objects.held() as held:
+            changed, _written = self._hash_stale(stale, hashed)
+            self._share(hashed, whole=False)
+            removed += [rel for rel, _st, prior in stale if rel not in hashed and prior is not None]
+            edits: dict[str, tuple[int, bytes] | None] = {rel: None for rel in removed}
+            edits.update((rel, records.mode_and_id(entry)) for rel, entry in changed.items())
+            if edits:
+                ids = treebuild.edit_ids(
+                    tree, edits, store.tree_items, store.put_tree, store.objects.keep_tree
+                )
+                if ids[""] is None:
+                    ids[""] = store.put(TREE, b"")  # nothing left: the empty tree, stored
+                trees = {d: oid for d, oid in ids.items() if oid is not None}
+                trees_removed = [d for d, oid in ids.items() if oid is None]
+                tree = trees[""].hex()
+        loose = self._pack_if_many(old.loose + held.loose)
         self._record(stat_cache.Delta(tree, hashed, removed, trees, trees_removed, loose))
         return tree, _recheck(stale, hashed)
 

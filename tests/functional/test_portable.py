@@ -53,11 +53,26 @@ def run(
     )
 
 
-@pytest.mark.parametrize("removed", [["getuid"], ["fcntl"], ["unix sockets"]])
+@pytest.mark.parametrize("removed", [["getuid"], ["unix sockets"]])
 def test_no_hook_server_where_the_platform_cannot_run_one(removed: list[str]) -> None:
     probe = "from snapshotter.hooks import client\nprint(client.enabled())\n"
     done = run(removed, [], entry=probe)
     assert done.stdout.strip() == "False", done.stdout + done.stderr
+
+
+def test_no_hook_server_starts_without_flock(tmp_path: Path) -> None:
+    """``flock`` is looked for only when a server is to start (the module would cost
+    every served hook its import): without it none starts, and the hook handles its
+    event itself (``test_the_hook_works_without_linux_features``)."""
+    sock = tmp_path / "s.sock"
+    probe = (
+        "from snapshotter.hooks import client\n"
+        f"try:\n    client.own({str(sock)!r})\n"
+        "except OSError as exc:\n    print(exc)\n"
+    )
+    done = run(["fcntl"], [], entry=probe)
+    assert done.stdout.strip() == "the hook server needs flock", done.stdout + done.stderr
+    assert not sock.exists() and not (tmp_path / "s.sock.lock").exists()
 
 
 @pytest.mark.parametrize(
