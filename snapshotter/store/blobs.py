@@ -37,7 +37,7 @@ def put(objects: ObjectDB, kind: int, data: bytes) -> ObjectId:
     by seeding is the source repository's own file (#12.4).
     """
     oid = packwriter.object_id(kind, data)
-    if not objects.has(oid):
+    if objects.absent(oid):
         objects.write(kind, data, oid)
     return oid
 
