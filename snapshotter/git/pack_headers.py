@@ -86,6 +86,8 @@ def _read_entries(
     fd: int, index: PackIndex, headers: dict[bytes, int], pack_size: int, mapped: mmap.mmap | None
 ) -> int:
     offsets = index.offsets()
+    if mapped is not None:
+        return _read_mapped(_EntryHeaders(fd, index, offsets, False, mapped), headers)
     held = array.array(
         "I", (pos for pos, oid in enumerate(index.iter_names()) if headers.get(oid) == UNKNOWN)
     )
@@ -98,6 +100,51 @@ def _read_entries(
         header = entries.header(offsets[pos])
         if header is not None:
             headers[oid] = header_value(*header)
+            found += 1
+    return found
+
+
+def _read_mapped(entries: _EntryHeaders, headers: dict[bytes, int]) -> int:
+    """``_read_entries`` of a mapped pack: every entry in pack order, so a delta's base
+    (at a lower offset) has its type noted before the delta needs it; a delta's size
+    inflated only where its header is wanted. What this loop cannot read (a base in
+    another pack, a long delta head) is left to ``entries.header``; at 10k seeded
+    blobs that method's calls per entry had taken half the time."""
+    mapped, kinds, index, offsets = entries.mapped, entries.kinds, entries.index, entries.offsets
+    assert mapped is not None
+    read_header, read_offset, inflater = (
+        varint.read_object_header,
+        varint.read_offset,
+        zlib.decompressobj,
+    )
+    found = 0
+    for pos in sorted(range(len(offsets)), key=offsets.__getitem__):
+        offset = offsets[pos]
+        oid = index.name(pos)
+        wanted = headers.get(oid) == UNKNOWN
+        raw = mapped[offset : offset + (_READ if wanted else 32)]
+        kind, size, at = read_header(raw)
+        if kind == OFS_DELTA:
+            distance, at = read_offset(raw, at)
+            kind = kinds.get(offset - distance, -1) if 0 < distance < offset else -1
+            if kind >= 0 and wanted:
+                try:
+                    result = _result_size(inflater().decompress(raw[at:], 32))
+                except zlib.error:
+                    result = None
+                size = -1 if result is None else result
+        if kind not in KIND_NAMES or size < 0:
+            if not wanted:
+                continue
+            header = entries.header(offset)
+            if header is None:
+                continue
+            kind, size = header
+        if len(kinds) >= _KINDS_KEPT:
+            kinds.clear()
+        kinds[offset] = kind
+        if wanted:
+            headers[oid] = size << 3 | kind
             found += 1
     return found
 
