@@ -123,16 +123,16 @@ def _read_mapped(entries: _EntryHeaders, headers: dict[bytes, int]) -> int:
         oid = index.name(pos)
         wanted = headers.get(oid) == UNKNOWN
         raw = mapped[offset : offset + (_READ if wanted else 32)]
-        kind, size, at = read_header(raw)
-        if kind == OFS_DELTA:
-            distance, at = read_offset(raw, at)
-            kind = kinds.get(offset - distance, -1) if 0 < distance < offset else -1
-            if kind >= 0 and wanted:
-                try:
+        try:
+            kind, size, at = read_header(raw)
+            if kind == OFS_DELTA:
+                distance, at = read_offset(raw, at)
+                kind = kinds.get(offset - distance, -1) if 0 < distance < offset else -1
+                if kind >= 0 and wanted:
                     result = _result_size(inflater().decompress(raw[at:], 32))
-                except zlib.error:
-                    result = None
-                size = -1 if result is None else result
+                    size = -1 if result is None else result
+        except (IndexError, zlib.error):
+            kind = -1  # damaged, or cut short: ``header`` reads what can be read
         if kind not in KIND_NAMES or size < 0:
             if not wanted:
                 continue
