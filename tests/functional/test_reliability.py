@@ -53,8 +53,8 @@ from builders import (
 )
 
 from snapshotter import fileio
-from snapshotter.git import loose
 from snapshotter.engine import Engine
+from snapshotter.git import loose
 from snapshotter.logfile import log_path
 
 HOOK_TIMEOUT_S = 20.0  # generous: a hook that waits on a stale lock would blow through it
