@@ -100,6 +100,14 @@ def test_a_first_capture_loads_no_pygit2_and_git_reads_its_store(
     assert stat.S_IMODE(own.stat().st_mode) == 0o444, "a loose object is read-only, as git's"
     assert set(ours) == {*tracked, "notes.txt", "link"}
 
+    # A later capture of an edit writes its blob and trees loose, without libgit2 too.
+    write(root, "src/d2/f2.txt", "edited\n")
+    again, modules = captured(tmp_path, root, data_dir)
+    assert "pygit2" not in modules, "a capture of one edit loaded pygit2"
+    git(store, "fsck", "--full", "--strict")
+    assert git(store, "cat-file", "-p", f"{again}:src/d2/f2.txt") == "edited\n"
+    assert git(store, "rev-parse", f"{again}:src/d1") == git(store, "rev-parse", f"{tree}:src/d1")
+
 
 def test_a_source_object_already_in_the_store_is_never_written_over(
     tmp_path: Path, data_dir: Path
