@@ -8,6 +8,7 @@ from the first bytes, faster than libgit2's lookup.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import zlib
@@ -55,6 +56,47 @@ def stored(objects: Path, oid: bytes) -> bool:
         ):
             return True
     return False
+
+
+def write(objects: str, oid: bytes, kind: int, data: bytes) -> bool:
+    """Write the object ``oid`` (its ``kind`` and body; the caller computed the id) as
+    git writes a loose one; False when its file was there already.
+
+    Compressed as git and libgit2 compress loose objects (zlib level 1), read-only,
+    written under a ``tmp_`` name in its fan-out directory and linked into place:
+    a file of that name already there (the source repository's own, hard-linked
+    by seeding) is never written, replaced or touched (#12.4). Unsynced: the
+    caller notes it for the next settle (durable.py).
+    """
+    fan, name = loose_name(oid)
+    directory = f"{objects}/{fan}"
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(directory)
+    head = b"%s %d\0" % (KIND_NAMES[kind], len(data))
+    body = zlib.compressobj(1)
+    packed = body.compress(head) + body.compress(data) + body.flush()
+    tmp = f"{directory}/{GIT_TEMP_PREFIX}obj_{os.urandom(6).hex()}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o444)
+    try:
+        try:
+            view = memoryview(packed)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+        final = f"{directory}/{name}"
+        try:
+            os.link(tmp, final)
+        except FileExistsError:
+            return False
+        except OSError:  # a filesystem without hard links: git renames then
+            if os.path.lexists(final):
+                return False
+            os.rename(tmp, final)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+    return True
 
 
 def loose_id(path: Path) -> bytes:

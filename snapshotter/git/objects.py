@@ -134,14 +134,28 @@ def read_from_packs(objects_dir: Path, ids: Iterable[bytes]) -> tuple[set[bytes]
     return whole, damaged
 
 
-def init_bare(git_dir: Path) -> None:
-    """Create an empty bare repository (the shadow: never a workdir, see MEASURED.md)."""
-    import pygit2
+# What a bare repository needs for git and libgit2 to open it (libgit2's
+# ``init_repository`` adds a description, a hooks sample and info/exclude).
+_BARE_DIRS = ("objects/pack", "objects/info", "refs/heads", "refs/tags")
+_BARE_CONFIG = b"[core]\n\tbare = true\n\trepositoryformatversion = 0\n\tfilemode = true\n"
+_BARE_HEAD = b"ref: refs/heads/master\n"
 
+
+def init_bare(git_dir: Path) -> None:
+    """Create an empty bare repository (the shadow: never a workdir, see MEASURED.md).
+
+    Written here, as libgit2 writes one, not through pygit2: a first capture
+    need not load libgit2 at all (~50 ms of its start-up). HEAD comes last, so
+    a store whose init was killed has none and is initialised again.
+    """
     try:
-        pygit2.init_repository(str(git_dir), bare=True)
-    except pygit2.GitError as exc:
-        raise ObjectError(f"cannot create a repository in {git_dir}: {exc}") from exc
+        for sub in _BARE_DIRS:
+            os.makedirs(git_dir / sub, exist_ok=True)
+        for name, data in (("config", _BARE_CONFIG), ("HEAD", _BARE_HEAD)):
+            with open(git_dir / name, "wb") as f:
+                f.write(data)
+    except OSError as exc:
+        raise ObjectError(f"cannot create a repository in {git_dir}: {exc.strerror}") from exc
 
 
 class ObjectDB:
@@ -390,6 +404,23 @@ class ObjectDB:
             raise ObjectError(f"object {oid.hex()} is missing from the store: {exc}") from exc
         return int(kind), bytes(data)
 
+    def absent(self, oid: bytes) -> bool:
+        """Whether object ``oid`` (raw) is to be written: ``has``, but without loading
+        libgit2 when this process has not (a first capture need not: ~50 ms).
+
+        Then told from the files (loose.stored), which find what libgit2 finds
+        in our stores (loose objects, v2 pack indexes); a pack whose index it
+        cannot read only costs a second copy, loose (``write`` never touches a
+        file already there), which the next gc drops.
+        """
+        if self._held is not None and self._held.get(oid) is not None:
+            return False
+        if self._repo is None and "pygit2" not in sys.modules and len(oid) == 20:
+            from snapshotter.git.loose import stored
+
+            return not stored(self.git_dir / "objects", oid)
+        return not self.has(oid)
+
     @contextmanager
     def held(self) -> Iterator[Held]:
         """Objects written meanwhile are held in memory (``has`` and ``read`` see them) and
@@ -411,7 +442,7 @@ class ObjectDB:
             write_pack(self.git_dir / "objects" / "pack", objects, tree_level=0)
             return  # libgit2 finds the new pack on its first miss (it rescans then)
         for oid, (kind, data) in held.objects.items():
-            if not self.has(oid):  # (``put`` held it without a look: see there)
+            if self.absent(oid):  # (``put`` held it without a look: see there)
                 self.write(kind, data, oid)
                 held.loose += 1
 
@@ -429,25 +460,27 @@ class ObjectDB:
         """
         if self._held is not None and kind == TREE:
             self._held.objects[oid] = (kind, data)
-        elif not self.has(oid):
+        elif self.absent(oid):
             self.write(kind, data, oid)
 
     def write(self, kind: int, data: bytes, oid: bytes) -> None:
-        """Store an object whose id the caller computed (and found absent).
+        """Store an object whose id the caller computed (and found ``absent``).
 
-        libgit2 writes it loose, unsynced (durable.py: the next settle syncs it);
-        inside ``held`` it is kept for the block's end.
+        Written loose by loose.write (not libgit2, which would re-hash it and
+        needs loading), unsynced (durable.py: the next settle syncs it); a file
+        already there is left as it is. Inside ``held`` it is kept for the
+        block's end.
         """
         if self._held is not None:
             self._held.objects[oid] = (kind, data)
             return
+        from snapshotter.git import loose
+
+        objects = self.git_dir / "objects"
         try:
-            if kind == BLOB:
-                self.repo.create_blob(data)
-            else:
-                self.repo.odb.write(kind, data)
-        except _git_error() as exc:
-            raise ObjectError(f"cannot write object {oid.hex()}: {exc}") from exc
+            loose.write(os.fspath(objects), oid, kind, data)
+        except OSError as exc:
+            raise ObjectError(f"cannot write object {oid.hex()}: {exc.strerror}") from exc
         self._wrote_loose(oid)
 
     def write_file_streamed(self, path: str) -> ObjectId:

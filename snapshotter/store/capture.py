@@ -234,7 +234,8 @@ class Snapshot:
         # ``stale``, and a first capture of 500k files need not hold it twice.
         entries, stale = _reuse_unchanged(old, result, drain=self.kept is None)
         changed, written = self._hash_stale(stale, entries)
-        recheck = _recheck(stale, entries)
+        # Only a watcher looks again where the walk will not (a CLI capture needs none).
+        recheck = _recheck(stale, entries) if self.watched is not None else set()
         self._keep_out_of_scope(entries)
         removed = [rel for rel in old.entries if rel not in entries]
         tree, trees, trees_written = self._trees(entries, [*changed, *removed])

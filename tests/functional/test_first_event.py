@@ -20,14 +20,15 @@ from snapshotter.engine import Engine
 from snapshotter.hooks import client
 
 # ``snapshotter hook`` as the runtime runs it, which then says in a file whether
-# it loaded pygit2 (a hook the server handled never does).
+# it loaded the store (a hook the server handled never does; nor pygit2, which
+# a capture in the hook's own process need not load either).
 SPY = """
 import runpy, sys
 said, sys.argv = sys.argv[1], ["snapshotter", *sys.argv[2:]]
 try:
     runpy.run_module("snapshotter", run_name="__main__")
 finally:
-    open(said, "w").write("in-process" if "pygit2" in sys.modules else "served")
+    open(said, "w").write("in-process" if "snapshotter.store.shadow" in sys.modules else "served")
 """
 
 

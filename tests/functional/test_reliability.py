@@ -54,6 +54,7 @@ from builders import (
 
 from snapshotter import fileio
 from snapshotter.engine import Engine
+from snapshotter.git import loose
 from snapshotter.logfile import log_path
 
 HOOK_TIMEOUT_S = 20.0  # generous: a hook that waits on a stale lock would blow through it
@@ -332,14 +333,14 @@ def test_02_failed_capture_records_nothing_and_says_why(
     # The agent's work: a.py is hashed fine, then new.txt fails (I/O error).
     write(repo, "src/app.py", "print('newer work')\n")
     write(repo, "src/new.txt", "brand new\n")
-    real = pygit2.Repository.create_blob  # the store reads the bytes, libgit2 writes them
+    real = loose.write  # the store reads the bytes and writes the loose objects
 
-    def failing(self: pygit2.Repository, data: bytes) -> pygit2.Oid:
+    def failing(objects: str, oid: bytes, kind: int, data: bytes) -> bool:
         if data == b"brand new\n":
-            raise pygit2.GitError("failed to write object for 'src/new.txt': Input/output error")
-        return real(self, data)
+            raise OSError(errno.EIO, "Input/output error")
+        return real(objects, oid, kind, data)
 
-    monkeypatch.setattr(pygit2.Repository, "create_blob", failing)
+    monkeypatch.setattr(loose, "write", failing)
     err = hook(data_dir, repo, "turn_end", reason="normal")
     assert "capture failed" in err and "Input/output error" in err, (
         f"the hook must say why nothing was recorded: {err!r}"
@@ -358,7 +359,7 @@ def test_02_failed_capture_records_nothing_and_says_why(
 
     # Only turn 1 exists, and it does not touch the new work: undoing it must
     # never put stale content over src/app.py or drop src/new.txt.
-    monkeypatch.setattr(pygit2.Repository, "create_blob", real)
+    monkeypatch.setattr(loose, "write", real)
     assert [files_of(cp) for cp in checkpoints(data_dir)] == [{"README.md": "modified"}]
 
     # The fault gone, the same pending turn records everything, with today's content.

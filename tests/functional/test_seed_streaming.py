@@ -9,10 +9,12 @@ index was held as a list of 500k entries. Object headers are now read with
 
 from __future__ import annotations
 
+import mmap
 import os
 import random
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pygit2
 import pytest
@@ -50,10 +52,12 @@ def packed_repo(root: Path, *, ofs_delta: bool) -> Path:
     return root
 
 
-def read_headers(pack_dir: Path, wanted: set[bytes]) -> dict[bytes, tuple[int, int]]:
+def read_headers(
+    pack_dir: Path, wanted: set[bytes], map_max: int = 0
+) -> dict[bytes, tuple[int, int]]:
     """pack_headers.read_headers as (type, size) per id found."""
     headers = dict.fromkeys(wanted, pack_headers.UNKNOWN)
-    pack_headers.read_headers(pack_dir, headers)
+    pack_headers.read_headers(pack_dir, headers, map_max=map_max)
     return {oid: (v & 7, v >> 3) for oid, v in headers.items() if v != pack_headers.UNKNOWN}
 
 
@@ -77,8 +81,12 @@ def pack_entry_kinds(pack: Path) -> set[str]:
     return kinds
 
 
+MAPPED = pytest.mark.parametrize("map_max", [0, 1 << 30], ids=["pread", "mapped"])
+
+
+@MAPPED
 @pytest.mark.parametrize("ofs_delta", [True, False], ids=["ofs-delta", "ref-delta"])
-def test_pack_headers_are_libgit2s(tmp_path: Path, ofs_delta: bool) -> None:
+def test_pack_headers_are_libgit2s(tmp_path: Path, ofs_delta: bool, map_max: int) -> None:
     root = packed_repo(tmp_path / "repo", ofs_delta=ofs_delta)
     pack_dir = root / ".git" / "objects" / "pack"
     (pack,) = pack_dir.glob("pack-*.pack")
@@ -88,12 +96,15 @@ def test_pack_headers_are_libgit2s(tmp_path: Path, ofs_delta: bool) -> None:
     names = index.names()
     absent = {b"\0" * 20, b"\x42" * 20}
 
-    found = read_headers(pack_dir, names | absent)
+    found = read_headers(pack_dir, names | absent, map_max)
     assert found == libgit2_headers(root, names), "type and size of every object, as libgit2"
+    some = set(sorted(names)[::3])  # bases left out: their types found all the same
+    assert read_headers(pack_dir, some, map_max) == libgit2_headers(root, some)
 
 
+@MAPPED
 def test_pack_headers_reads_a_few_far_apart_and_skips_what_it_cannot_read(
-    tmp_path: Path,
+    tmp_path: Path, map_max: int
 ) -> None:
     root = packed_repo(tmp_path / "repo", ofs_delta=True)
     pack_dir = root / ".git" / "objects" / "pack"
@@ -102,7 +113,7 @@ def test_pack_headers_reads_a_few_far_apart_and_skips_what_it_cannot_read(
     assert index is not None
     offsets = index.offsets()
     few = {index.name(0), index.name(len(index) // 2), index.name(len(index) - 1)}
-    assert read_headers(pack_dir, few) == libgit2_headers(root, few)
+    assert read_headers(pack_dir, few, map_max) == libgit2_headers(root, few)
 
     # A damaged entry is not reported (libgit2 is asked instead), never misread.
     victim = max(index.names(), key=lambda oid: offsets[index.position(oid) or 0])
@@ -112,17 +123,25 @@ def test_pack_headers_reads_a_few_far_apart_and_skips_what_it_cannot_read(
     with open(pack, "r+b") as f:
         f.seek(at)
         f.write(b"\x80" * 16)  # a size varint that never ends, then garbage
-    assert read_headers(pack_dir, {victim}) == {}
+    assert read_headers(pack_dir, {victim}, map_max) == {}
+    others = index.names() - {victim}
+    assert read_headers(pack_dir, others, map_max) == libgit2_headers(root, others)
 
 
-@pytest.mark.parametrize("big", [True, False], ids=["big packs", "small packs"])
-def test_a_seeded_first_capture_reads_big_packs_without_libgit2(
-    tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch, big: bool
+@pytest.mark.parametrize("packs", ["big", "small", "long history"])
+def test_a_seeded_first_capture_reads_pack_headers_without_libgit2(
+    tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch, packs: str
 ) -> None:
-    """Past seeded_blobs.MAP_MAX_BYTES of packs, headers are read with pread (libgit2 maps
-    what it reads, 16.5); below it libgit2 reads them, faster (16.1). Same snapshot."""
+    """Past seeded_blobs.MAP_MAX_BYTES a pack's headers are read with pread (libgit2 maps
+    what it reads, 16.5); below it the pack is mapped (as fast, 16.1). libgit2 is asked
+    for none (a first capture need not load it), unless the packs hold far more than
+    is wanted (a long history): then its lookups are cheaper. Same snapshot."""
+    big, sparse = packs == "big", packs == "long history"
     if big:
         monkeypatch.setattr(seeded_blobs, "MAP_MAX_BYTES", 0)
+    if sparse:
+        monkeypatch.setattr(seeded_blobs, "DENSE_OBJECTS", 0)
+        monkeypatch.setattr(seeded_blobs, "DENSE_RATIO", 0)
     root = packed_repo(tmp_path / "repo", ofs_delta=True)
     index_s = os.stat(root / ".git" / "index").st_mtime_ns // 10**9
     for path in root.rglob("*"):
@@ -137,14 +156,26 @@ def test_a_seeded_first_capture_reads_big_packs_without_libgit2(
         asked.extend(oids)
         return real(self, oids)
 
+    mapped: list[int] = []
+    real_map = mmap.mmap
+
+    def mapping(fd: int, length: int, **kwargs: Any) -> mmap.mmap:
+        mapped.append(os.fstat(fd).st_size)
+        return real_map(fd, length, **kwargs)
+
     monkeypatch.setattr(ObjectDB, "headers", headers)
+    monkeypatch.setattr(mmap, "mmap", mapping)
     engine = Engine.open(root, data_dir_path=data_dir)
     tree = engine.capture().tree
     assert tree == git(root, "write-tree").strip(), "git's own tree of the index"
-    if big:
-        assert asked == [], "every seeded blob's header read from the linked pack"
+    if sparse:
+        assert asked and mapped == [], "a long history's headers are libgit2's to read"
     else:
-        assert asked, "a small pack's headers are libgit2's to read"
+        assert asked == [], "every seeded blob's header read from the linked pack"
+    if big:
+        assert mapped == [], "a big pack is read with pread, never mapped"
+    elif not sparse:
+        assert mapped, "a small pack is mapped"
     seeded = list((engine.store.root / "git" / "objects" / "pack").glob("pack-*.pack"))
     assert any(
         p.stat().st_ino == next(root.glob(".git/objects/pack/*.pack")).stat().st_ino for p in seeded

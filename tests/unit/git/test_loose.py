@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import zlib
 from pathlib import Path
 
@@ -9,6 +11,7 @@ import pygit2
 
 from snapshotter.git import loose
 from snapshotter.git.kinds import BLOB, COMMIT, TREE
+from snapshotter.git.packs import object_id
 
 
 def repository(tmp_path: Path) -> tuple[pygit2.Repository, Path]:
@@ -88,3 +91,35 @@ def test_stored_finds_loose_and_packed_objects_as_libgit2_does(tmp_path: Path) -
     # An index whose pack is gone: not here (``ObjectDB.has`` then asks libgit2).
     assert not loose.stored(objects, packed[0])
     assert loose.stored(objects, loose_one)
+
+
+def test_a_written_object_is_the_one_libgit2_reads(tmp_path: Path) -> None:
+    """``write`` makes a read-only loose object in git's format, fan-out included."""
+    repo, objects = repository(tmp_path)
+    for kind, data in ((BLOB, b"hello\n" * 1000), (BLOB, b""), (TREE, b"")):
+        oid = object_id(kind, data)
+        assert loose.write(str(objects), oid, kind, data) is True
+        found = repo.odb.read(oid.hex())
+        assert (int(found[0]), bytes(found[1])) == (kind, data)
+        path = objects / oid.hex()[:2] / oid.hex()[2:]
+        assert stat.S_IMODE(path.stat().st_mode) == 0o444
+    assert not [p for p in objects.rglob("*") if p.name.startswith(loose.GIT_TEMP_PREFIX)]
+
+
+def test_a_file_already_there_is_never_written_over(tmp_path: Path) -> None:
+    """#12.4: the file under the object's name may be the source repository's own
+    (hard-linked by seeding): ``write`` leaves it exactly as it was, whatever it holds."""
+    _repo, objects = repository(tmp_path)
+    data = b"the same bytes\n"
+    oid = object_id(BLOB, data)
+    fan_out, name = loose.loose_name(oid)
+    (objects / fan_out).mkdir()
+    theirs = objects / fan_out / name
+    theirs.write_bytes(b"their file, not ours to touch")
+    os.utime(theirs, ns=(10**9, 10**9))
+    before = theirs.stat()
+    assert loose.write(str(objects), oid, BLOB, data) is False
+    after = theirs.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    assert theirs.read_bytes() == b"their file, not ours to touch"
+    assert os.listdir(objects / fan_out) == [name], "no temp file left behind"

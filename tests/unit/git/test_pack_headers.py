@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pygit2
+import pytest
 
 from snapshotter.git.kinds import BLOB
 from snapshotter.git.pack_headers import UNKNOWN, header_value, read_headers
@@ -16,7 +17,8 @@ def test_header_value_packs_type_and_size_in_one_int() -> None:
     assert header_value(2, 10) >> 3 == 10 and header_value(2, 10) & 7 == 2
 
 
-def test_headers_of_libgit2s_pack_deltas_included(tmp_path: Path) -> None:
+@pytest.mark.parametrize("map_max", [0, 1 << 30], ids=["pread", "mapped"])
+def test_headers_of_libgit2s_pack_deltas_included(tmp_path: Path, map_max: int) -> None:
     repo = pygit2.init_repository(str(tmp_path / "r"), bare=True)
     base = b"".join(b"line %d\n" % n for n in range(3000))
     ids = [repo.create_blob(base[: 20_000 + 7 * n] + b"end %d\n" % n) for n in range(8)]
@@ -36,7 +38,7 @@ def test_headers_of_libgit2s_pack_deltas_included(tmp_path: Path) -> None:
     headers = {bytes.fromhex(str(i)): UNKNOWN for i in (*ids, tree, commit)}
     absent = object_id(BLOB, b"not in any pack")
     headers[absent] = UNKNOWN
-    read_headers(out, headers)
+    read_headers(out, headers, map_max=map_max)
     for oid, value in headers.items():
         if oid == absent:
             assert value == UNKNOWN
