@@ -3,8 +3,11 @@
 Everything above this layer sees raw object ids (``bytes``), tree ids in hex
 (``str``, as records keep them), modes as ``int`` and our own error types:
 ``pygit2.GitError`` is translated here into ``ObjectError`` and nowhere else.
-pygit2 is imported on first use, so a hook that never reads an object never
-pays for loading libgit2.
+pygit2 is imported on first use, and a process that has not loaded it reads
+its first objects by hand (object_reader.py), writes loose ones itself
+(loose.py) and hashes files with hashlib: loading libgit2 (~85 ms) costs more
+than an undo without a hook server or a first capture does the rest of their
+work.
 
 Over 400 lines on purpose: every call into pygit2 of the store is here (the
 one door), each with its error translated; the trees it parses itself are

@@ -299,9 +299,12 @@ def test_a_command_loads_only_its_own_module(tmp_path: Path, data_dir: Path) -> 
         assert not extra, f"`snapshotter {command}` loaded {extra}"
 
 
-def test_undo_and_redo_without_a_server_load_no_libgit2(tmp_path: Path, data_dir: Path) -> None:
+def test_undo_redo_and_restore_without_a_server_load_no_libgit2(
+    tmp_path: Path, data_dir: Path
+) -> None:
     """They read a few trees and blobs (git/object_reader.py), which costs less than
-    loading libgit2 (~85 ms): the worktree still comes back byte for byte."""
+    loading libgit2 (~85 ms): the worktree still comes back byte for byte, and a
+    directory restored is listed from the trees read so."""
     root = make_repo(tmp_path / "r", {"a.txt": "a\n", "d/b.txt": "b\n"})
     base = {"session_id": "s", "cwd": str(root)}
     probe(tmp_path, data_dir, {**base, "hook_event_name": "turn_start"})
@@ -329,3 +332,6 @@ def test_undo_and_redo_without_a_server_load_no_libgit2(tmp_path: Path, data_dir
         assert f"{command.rstrip('o')}" in str(found["out"]), found["out"]
         assert not loaded(found["modules"], ("pygit2",)), f"`{command}` loaded libgit2"
         assert (root / "a.txt").read_bytes() == a and (root / "d/new.txt").exists() == new
+    found = cli_probe(tmp_path, root, "--data-dir", str(data_dir), "restore", "1", "d")
+    assert not loaded(found["modules"], ("pygit2",)), "`restore` of a directory loaded libgit2"
+    assert not (root / "d/new.txt").exists() and (root / "d/b.txt").read_bytes() == b"b\n"
