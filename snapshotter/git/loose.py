@@ -37,7 +37,7 @@ def stored(objects: Path, oid: bytes) -> bool:
     A process that never reads an object (a no-change capture, ``list``) need
     not import pygit2 to learn that the tree its stat cache names is still there.
     """
-    from snapshotter.git.pack_index import holds
+    from snapshotter.git.pack_index import find
 
     fan, name = loose_name(oid)
     if os.path.isfile(os.path.join(objects, fan, name)):
@@ -48,11 +48,10 @@ def stored(objects: Path, oid: bytes) -> bool:
     except OSError:
         return False
     for entry in listed:
-        stem = entry[: -len(".idx")]
         if (
             entry.endswith(".idx")
-            and os.path.isfile(os.path.join(pack_dir, stem + ".pack"))  # (else: readable?)
-            and holds(Path(pack_dir, entry), oid)
+            and find(Path(pack_dir, entry), oid) is not None
+            and os.path.isfile(os.path.join(pack_dir, entry[: -len(".idx")] + ".pack"))
         ):
             return True
     return False

@@ -19,7 +19,7 @@ from pathlib import Path
 from snapshotter.git import varint
 from snapshotter.git.kinds import KIND_NAMES, OFS_DELTA, REF_DELTA
 from snapshotter.git.loose import loose_name
-from snapshotter.git.pack_index import PackIndex, find_on_disk, offset_at, read_pack_index
+from snapshotter.git.pack_index import find, offset_at
 
 _ENTRY_READ = 4096  # bytes read at an entry: its header and, mostly, all of a small object
 _CHAIN_MAX = 10_000  # delta bases followed for one object at most
@@ -86,32 +86,11 @@ def _packed(objects: Path, oid: bytes) -> tuple[int, bytes] | None:
     return None
 
 
-# Each small pack index's names, read once a process and kept while its file is
-# the same (a store holds up to ~32 packs of a turn's objects); a big one (the
-# source's, hard-linked: tldr's lists 592k objects, 12 MB) is searched on disk.
-_names: dict[Path, tuple[tuple[int, int, int], PackIndex | None]] = {}
-_KEEP_NAMES_UP_TO = 1 << 20  # bytes of index file: ~50k names
-
-
 def _offset(index: Path, oid: bytes) -> int | None:
     """Where ``oid`` starts in the pack of ``index``; None where that index does not
     list it (or is not one this reads: libgit2 is asked then)."""
-    try:
-        st = os.stat(index)
-    except OSError:
-        return None
-    if st.st_size > _KEEP_NAMES_UP_TO:
-        found = find_on_disk(index, oid)
-        return None if found is None else offset_at(index, *found)
-    key = (st.st_ino, st.st_size, st.st_mtime_ns)
-    kept = _names.get(index)
-    if kept is None or kept[0] != key:
-        kept = _names[index] = (key, read_pack_index(index))
-    names = kept[1]
-    position = None if names is None else names.position(oid)
-    if names is None or position is None:
-        return None
-    return offset_at(index, len(names), position)
+    found = find(index, oid)
+    return None if found is None else offset_at(index, *found)
 
 
 class _Pack:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import array
 import itertools
+import os
 import struct
 import sys
 from collections.abc import Collection, Iterator, Sequence
@@ -116,6 +117,36 @@ def holds(path: Path, oid: bytes) -> bool:
     binary search of its names on disk: a few reads, at any index size. False
     for an index that is damaged or of another version, as libgit2 skips it."""
     return find_on_disk(path, oid) is not None
+
+
+# Each small index's names, read once a process and kept while its file is the
+# same (a store holds up to ~32 small packs of a turn's objects); a big one (the
+# source's, hard-linked: tldr's lists 592k objects, 12 MB) is searched on disk.
+_kept: dict[Path, tuple[tuple[int, int, int], PackIndex | None]] = {}
+KEEP_NAMES_UP_TO = 1 << 20  # bytes of index file: ~50k names
+
+
+def find(path: Path, oid: bytes) -> tuple[int, int] | None:
+    """(how many names, the position of ``oid`` among them) in the v2 index at
+    ``path``; None where it does not list it or cannot be read (as ``holds``).
+
+    Asked hundreds of times by an undo without libgit2 (every kept tree it
+    reuses is checked to be still stored), so a small index is searched in
+    memory, its names read once; ``os.stat`` tells when its file changed.
+    """
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if st.st_size > KEEP_NAMES_UP_TO:
+        return find_on_disk(path, oid)
+    key = (st.st_ino, st.st_size, st.st_mtime_ns)
+    kept = _kept.get(path)
+    if kept is None or kept[0] != key:
+        kept = _kept[path] = (key, read_pack_index(path))
+    names = kept[1]
+    position = None if names is None else names.position(oid)
+    return None if names is None or position is None else (len(names), position)
 
 
 def find_on_disk(path: Path, oid: bytes) -> tuple[int, int] | None:

@@ -15,7 +15,7 @@ import pygit2
 import pytest
 from builders import git, make_repo, write
 
-from snapshotter.git import object_reader
+from snapshotter.git import object_reader, pack_index
 from snapshotter.git.objects import _hash_file_by_hand
 
 
@@ -157,7 +157,7 @@ def test_a_big_pack_index_is_searched_on_disk(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Where an index is too big to keep its names (the source's), the same objects."""
-    monkeypatch.setattr(object_reader, "_KEEP_NAMES_UP_TO", 0)
+    monkeypatch.setattr(pack_index, "KEEP_NAMES_UP_TO", 0)
     root = make_repo(tmp_path / "r", {"a.txt": "a\n"})
     _history(root)
     git(root, "repack", "-adq")
