@@ -87,20 +87,23 @@ def hash_file(path: str | os.PathLike[str]) -> ObjectId:
 
 
 def _hash_file_by_hand(path: str) -> ObjectId:
+    """As libgit2 hashes a file: the size ``fstat`` gives, then that many bytes (a
+    file that grew meanwhile gets an id of neither version, one that shrank fails)."""
     import hashlib
 
     try:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
             digest = hashlib.sha1(b"blob %d\0" % size)
-            read = 0
-            for chunk in iter(lambda: f.read(1 << 20), b""):
+            left = size
+            while left:
+                chunk = f.read(min(left, 1 << 20))
+                if not chunk:
+                    raise ObjectError(f"cannot read {path}: it changed while it was read")
                 digest.update(chunk)
-                read += len(chunk)
+                left -= len(chunk)
     except OSError as exc:
         raise ObjectError(f"cannot read {path}: {exc.strerror}") from exc
-    if read != size:  # it changed under us: libgit2 fails so too
-        raise ObjectError(f"cannot read {path}: it changed while it was read")
     return ObjectId(digest.digest())
 
 

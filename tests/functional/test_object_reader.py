@@ -7,6 +7,7 @@ read both ways and compared; a damaged object is refused, never returned.
 
 from __future__ import annotations
 
+import os
 import random
 import zlib
 from pathlib import Path
@@ -163,3 +164,21 @@ def test_a_big_pack_index_is_searched_on_disk(
     git(root, "repack", "-adq")
     git(root, "prune-packed")
     assert _same_as_libgit2(root) > 50
+
+
+def test_a_file_that_grows_while_hashed_gets_libgit2s_id_of_its_first_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hashed as libgit2 hashes: the size fstat gave, that many bytes (an agent writing
+    during an undo makes it "changed", never an error of its own)."""
+    path = tmp_path / "f"
+    path.write_bytes(b"0123456789")
+    real_fstat = os.fstat
+    monkeypatch.setattr(os, "fstat", lambda fd: _shrunk(real_fstat(fd), 4))
+    assert _hash_file_by_hand(str(path)) == pygit2.hash(b"0123").raw
+
+
+def _shrunk(st: os.stat_result, size: int) -> os.stat_result:
+    values = list(st)
+    values[6] = size  # st_size: as fstat saw the file before it grew
+    return os.stat_result(values)
