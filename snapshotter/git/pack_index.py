@@ -123,6 +123,7 @@ def holds(path: Path, oid: bytes) -> bool:
 # same (a store holds up to ~32 small packs of a turn's objects); a big one (the
 # source's, hard-linked: tldr's lists 592k objects, 12 MB) is searched on disk.
 _kept: dict[Path, tuple[tuple[int, int, int], PackIndex | None]] = {}
+_KEPT_MAX = 64  # indexes kept at most: a long-lived process sees gc replace packs
 KEEP_NAMES_UP_TO = 1 << 20  # bytes of index file: ~50k names
 
 
@@ -143,6 +144,8 @@ def find(path: Path, oid: bytes) -> tuple[int, int] | None:
     key = (st.st_ino, st.st_size, st.st_mtime_ns)
     kept = _kept.get(path)
     if kept is None or kept[0] != key:
+        if len(_kept) >= _KEPT_MAX:
+            _kept.clear()  # (mostly indexes gc has since removed)
         kept = _kept[path] = (key, read_pack_index(path))
     names = kept[1]
     position = None if names is None else names.position(oid)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
+from snapshotter.git import pack_index
 from snapshotter.git.pack_index import encode_index, holds, offset_at, read_pack_index
 
 PACK_SUM = bytes(range(20))
@@ -139,3 +140,14 @@ def test_offset_at_reads_each_entrys_offset_large_ones_too(tmp_path: Path) -> No
         assert offset_at(path, len(index), position) == records[held] >> 32
     path.write_bytes(b"cut")
     assert offset_at(path, len(index), 5) is None
+
+
+def test_find_keeps_a_bounded_number_of_indexes(tmp_path: Path) -> None:
+    """A long-lived process sees gc replace packs: the names it keeps stay bounded."""
+    for n in range(100):
+        folder = tmp_path / str(n)
+        folder.mkdir()
+        path = written(folder, {oid(n): 12 << 32})
+        assert pack_index.find(path, oid(n)) == (1, 0)
+        assert pack_index.find(path, oid(n + 1)) is None
+    assert len(pack_index._kept) <= pack_index._KEPT_MAX
