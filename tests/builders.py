@@ -226,6 +226,39 @@ def keep_loose(_snapshot: Snapshot, loose: int) -> int:
 SNAPSHOTTER: tuple[str, ...] = (sys.executable, "-m", "snapshotter")
 
 
+# Runs a CLI command through the console script's entry; what it printed and loaded.
+CLI_PROBE = """
+import contextlib, io, json, sys
+from snapshotter.cli.launcher import main
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    try:
+        main(sys.argv[3:])
+    except SystemExit as exc:
+        code = exc.code
+with open(sys.argv[1], "w") as f:
+    json.dump({"modules": sorted(sys.modules), "out": out.getvalue(), "code": code}, f)
+"""
+
+
+def cli_probe(tmp_path: Path, root: Path, *args: str) -> dict[str, object]:
+    """Run ``snapshotter ARGS`` in ``root`` through the console script's entry in a fresh
+    interpreter: ``modules`` it loaded, ``out`` (stdout, then stderr) and exit ``code``."""
+    report = tmp_path / f"cli-{time.monotonic_ns()}.json"
+    done = subprocess.run(
+        [sys.executable, "-c", CLI_PROBE, str(report), "-", *args],
+        cwd=root,
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    found: dict[str, object] = json.loads(report.read_text())
+    assert found["code"] in (0, None), found
+    found["out"] = f"{found['out']}{done.stderr.decode()}"
+    return found
+
+
 def argv(
     data_dir: Path | None, *args: str | bytes | Path, command: Sequence[str] = SNAPSHOTTER
 ) -> list[str]:

@@ -8,47 +8,22 @@ run the real console script's entry in a fresh interpreter and ask git itself
 
 from __future__ import annotations
 
-import json
 import os
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
-from builders import git, make_repo, write
+from builders import cli_probe, git, make_repo, write
 
 from snapshotter.engine import Engine
 from snapshotter.store import blobs
 
-# Runs `snapshotter capture` through the console script's entry; what it loaded and printed.
-PROBE = """
-import contextlib, io, json, sys
-from snapshotter.cli.launcher import main
-out = io.StringIO()
-with contextlib.redirect_stdout(out):
-    try:
-        main(["--data-dir", sys.argv[2], "capture"])
-    except SystemExit as exc:
-        code = exc.code
-with open(sys.argv[1], "w") as f:
-    json.dump({"modules": sorted(sys.modules), "out": out.getvalue(), "code": code}, f)
-"""
-
 
 def captured(tmp_path: Path, root: Path, data_dir: Path) -> tuple[str, list[str]]:
     """(the tree id printed, the modules loaded) of one `snapshotter capture` process."""
-    report = tmp_path / "probe.json"
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, str(report), str(data_dir)],
-        cwd=root,
-        capture_output=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr.decode(errors="replace")
-    found = json.loads(report.read_text())
-    assert found["code"] in (0, None), found
-    return found["out"].split()[-1], found["modules"]
+    found = cli_probe(tmp_path, root, "--data-dir", str(data_dir), "capture")
+    modules = found["modules"]
+    assert isinstance(modules, list)
+    return str(found["out"]).split()[0], modules
 
 
 def settled_repo(root: Path, count: int) -> Path:

@@ -18,7 +18,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from builders import git, make_repo, wait_for, write
+from builders import cli_probe, git, make_repo, wait_for, write
 
 from snapshotter.engine import Engine
 
@@ -158,37 +158,6 @@ def test_a_served_hook_loads_no_heavy_library(
     # contextlib, which an editable install's import hook loads at start-up).
     spare = loaded(found["modules"], ("zlib", "fcntl"))
     assert not spare, f"the served hook's client loaded {spare}"
-
-
-# Runs a CLI command through the console script's entry; what it printed and loaded.
-CLI_PROBE = """
-import contextlib, io, json, sys
-from snapshotter.cli.launcher import main
-out = io.StringIO()
-with contextlib.redirect_stdout(out):
-    try:
-        main(sys.argv[3:])
-    except SystemExit as exc:
-        code = exc.code
-with open(sys.argv[1], "w") as f:
-    json.dump({"modules": sorted(sys.modules), "out": out.getvalue(), "code": code}, f)
-"""
-
-
-def cli_probe(tmp_path: Path, root: Path, *args: str) -> dict[str, object]:
-    report = tmp_path / f"cli-{time.monotonic_ns()}.json"
-    done = subprocess.run(
-        [sys.executable, "-c", CLI_PROBE, str(report), "-", *args],
-        cwd=root,
-        capture_output=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr.decode(errors="replace")
-    found: dict[str, object] = json.loads(report.read_text())
-    assert found["code"] in (0, None), found
-    found["out"] = f"{found['out']}{done.stderr.decode()}"
-    return found
 
 
 def test_commands_that_print_as_text_load_no_pydantic(tmp_path: Path, data_dir: Path) -> None:
